@@ -1,1 +1,5 @@
-pub fn placeholder() {}
+//! utimer: kernel-grade timers for user space.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod wheel;
