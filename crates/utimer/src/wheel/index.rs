@@ -101,12 +101,18 @@ pub fn clamp_expiry(expires: u64, clk: u64) -> u64 {
 #[inline]
 pub fn calc_position(expires: u64, clk: u64) -> Position {
     if expires < clk {
-        return Position { idx: DUE, expiry: clk };
+        return Position {
+            idx: DUE,
+            expiry: clk,
+        };
     }
     let lvl = level_for_delta(expires - clk);
     let expiry = round_up(expires, lvl);
     let slot = (expiry >> level_shift(lvl)) as usize & (LVL_SIZE - 1);
-    Position { idx: (lvl * LVL_SIZE + slot) as u16, expiry }
+    Position {
+        idx: (lvl * LVL_SIZE + slot) as u16,
+        expiry,
+    }
 }
 
 /// The bucket time of a timer with (clamped) expiry `expires` sitting in

@@ -79,7 +79,11 @@ impl<T> Lists<T> {
         } else {
             let key = self.slots.len();
             assert!(key < MAX_ENTRIES, "utimer: wheel is full");
-            self.slots.push(Slot { value: Some(value), next: NIL, prev: NIL });
+            self.slots.push(Slot {
+                value: Some(value),
+                next: NIL,
+                prev: NIL,
+            });
             key as u32
         };
         self.link_front(bucket, key);
