@@ -49,8 +49,8 @@
 //! timer fires or moves after the load, the re-arm is ordered before that.
 //! A clock read from a stale base only makes the computed level coarser: the
 //! timer is never early, and at most one granule of that level late. The
-//! test `same_bucket_match_survives_concurrent_rearm` in `tests/` and the
-//! loom model `modify_vs_expire` exercise these interleavings.
+//! unit test `seed002_lockless_write_race` below replays the interleaving
+//! above step by step against both forms.
 //!
 //! # The slow path (base lock)
 //!
@@ -100,20 +100,24 @@ pub(crate) fn modify(timer: &RawTimer, expires: u64, mode: Mode) -> Result<bool,
         let old = expires_of(word);
         match mode {
             Mode::Add(_) => return Err(TimerError::AlreadyPending),
-            Mode::Reduce if old <= expires => return Ok(true),
-            _ if old == expires => return Ok(true),
+            Mode::Modify | Mode::PendingOnly if old == expires => return Ok(true),
             _ => {}
         }
-        if sys.modify_check == ModifyCheck::SameBucket {
+        if sys.modify_check == ModifyCheck::SameBucket || mode == Mode::Reduce {
             let base = &sys.bases[base_of(timer.state.load(Relaxed))];
             let clk = base.clk.load(Acquire);
             let expires = clamp_expiry(expires, clk);
             let pos = calc_position(expires, clk);
-            let same_tick = match bucket_expiry(old, idx_of(word)) {
-                Some(fires) => pos.idx != DUE && pos.expiry == fires,
-                None => pos.idx == DUE,
+            let fires = fires_at(word);
+            let done = match mode {
+                // Reduce: nothing to do unless the new expiry fires earlier.
+                Mode::Reduce => fires.is_none_or(|t| pos.idx != DUE && t <= pos.expiry),
+                _ => match fires {
+                    Some(t) => pos.idx != DUE && pos.expiry == t,
+                    None => pos.idx == DUE,
+                },
             };
-            if same_tick {
+            if done {
                 if sys.stats {
                     base.matched.0.fetch_add(1, Relaxed);
                 }
@@ -148,7 +152,13 @@ fn modify_locked(
     match mode {
         Mode::PendingOnly if !was_pending => return Ok(false),
         Mode::Add(_) if was_pending => return Err(TimerError::AlreadyPending),
-        Mode::Reduce if was_pending && expires_of(word) <= expires => return Ok(true),
+        Mode::Reduce if was_pending => {
+            let clk = guard.wheel.clk();
+            let pos = calc_position(clamp_expiry(expires, clk), clk);
+            if fires_at(word).is_none_or(|t| pos.idx != DUE && t <= pos.expiry) {
+                return Ok(true);
+            }
+        }
         _ => {}
     }
     guard.detach_if_pending(timer);
@@ -198,6 +208,12 @@ fn modify_locked(
     Ok(was_pending)
 }
 
+/// The tick a pending timer's bucket fires at (`None`: already due).
+#[inline]
+fn fires_at(word: u64) -> Option<u64> {
+    bucket_expiry(expires_of(word), idx_of(word))
+}
+
 /// Removes `timer` from its base if pending. The kernel's `timer_delete()`.
 pub(crate) fn delete(timer: &RawTimer) -> bool {
     if !is_pending(timer.expires_idx.load(Acquire)) {
@@ -209,4 +225,66 @@ pub(crate) fn delete(timer: &RawTimer) -> bool {
         guard.stats.deleted += 1;
     }
     was_pending
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::timer::state::pack;
+    use crate::{Clock, TimerFlags, TimerSystem};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// Replays the interleaving in the module docs, deterministically:
+    /// A makes the lock-free same-bucket check, B re-arms the timer far away
+    /// under the lock, then A finishes. With seed 002's form A stores its
+    /// expiry without the lock; with utimer's form A stores nothing. Then the
+    /// owner asks for the timer to fire by tick 2000 (`reduce`).
+    fn replay(seed002_form: bool) -> bool {
+        let clock = Clock::manual();
+        let sys = TimerSystem::builder()
+            .workers(1)
+            .clock(clock.clone())
+            .build();
+        let fired = Arc::new(AtomicBool::new(false));
+        let f = fired.clone();
+        let t = sys.timer(TimerFlags::empty(), move |_| {
+            f.store(true, Ordering::Relaxed)
+        });
+        t.modify(1000).unwrap(); // level 2: fires at 1024
+        let raw = t.raw();
+
+        // A: lock-free reads; 1010 lands in the same bucket.
+        let word = raw.expires_idx.load(Acquire);
+        let clk = raw.system.bases[base_of(raw.state.load(Relaxed))]
+            .clk
+            .load(Acquire);
+        let pos = calc_position(1010, clk);
+        assert_eq!(Some(pos.expiry), fires_at(word), "A sees a match");
+
+        // B: re-arms far away, under the lock.
+        assert!(t.modify(20_000).unwrap());
+
+        // A: seed 002 stores the new expiry without the lock.
+        if seed002_form {
+            let now = raw.expires_idx.load(Relaxed);
+            raw.expires_idx.store(pack(1010, idx_of(now)), Relaxed);
+        }
+
+        // Owner: fire no later than tick 2000.
+        assert!(t.reduce(2000).unwrap());
+        clock.set(2000 + 64);
+        sys.run_expired(0, sys.now()).unwrap();
+        fired.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn seed002_lockless_write_race() {
+        // utimer's form: reduce() moves the timer to 2000's bucket; it fires.
+        assert!(replay(false));
+        // Seed 002's form: the stale record (1010) makes reduce() believe the
+        // timer already fires before 2000, so it stays in 20,000's bucket
+        // and fires ~18,000 ticks late.
+        assert!(!replay(true));
+    }
 }
