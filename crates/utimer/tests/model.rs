@@ -137,11 +137,14 @@ proptest! {
                 }
                 Op::Add(i, d) => {
                     let e = at(d);
-                    if model.contains_key(&i) {
-                        prop_assert_eq!(timers[i].add(e), Err(TimerError::AlreadyPending));
-                    } else {
-                        prop_assert_eq!(timers[i].add(e), Ok(()));
-                        model.insert(i, Pending { window: window(e, clk, now), record: e });
+                    match model.entry(i) {
+                        std::collections::btree_map::Entry::Occupied(_) => {
+                            prop_assert_eq!(timers[i].add(e), Err(TimerError::AlreadyPending));
+                        }
+                        std::collections::btree_map::Entry::Vacant(v) => {
+                            prop_assert_eq!(timers[i].add(e), Ok(()));
+                            v.insert(Pending { window: window(e, clk, now), record: e });
+                        }
                     }
                 }
                 Op::Delete(i) => {
