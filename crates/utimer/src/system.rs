@@ -49,11 +49,17 @@ pub(crate) struct Shared {
     pub(crate) modify_check: ModifyCheck,
 }
 
-thread_local! {
+#[cfg(not(loom))]
+std::thread_local! {
     /// The (system, worker) this thread has entered, if any.
     static ENTERED: Cell<(*const Shared, usize)> = const { Cell::new((std::ptr::null(), 0)) };
     /// This thread's home worker number (before reduction modulo workers).
     static HOME: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static ENTERED: Cell<(*const Shared, usize)> = Cell::new((std::ptr::null(), 0));
+    static HOME: Cell<usize> = Cell::new(usize::MAX);
 }
 
 static NEXT_HOME: AtomicUsize = AtomicUsize::new(0);

@@ -166,9 +166,15 @@ impl Drop for BaseGuard<'_> {
 impl BaseGuard<'_> {
     /// Queues `timer` at `pos` (computed against this base's current clock)
     /// with expiry of record `expires`. The kernel's `enqueue_timer()`.
+    ///
+    /// `ptr` must be the allocation's own pointer (the handle's), not one
+    /// derived from a `&RawTimer`: expiry casts it to the whole `TimerCell`
+    /// to reach the callback, which needs the allocation's provenance.
     #[inline]
-    pub(crate) fn enqueue_timer(&mut self, timer: &RawTimer, pos: Position, expires: u64) {
-        let key = self.wheel.insert_at(pos, TimerPtr(NonNull::from(timer)));
+    pub(crate) fn enqueue_timer(&mut self, ptr: NonNull<RawTimer>, pos: Position, expires: u64) {
+        // SAFETY: the caller's handle keeps the timer alive.
+        let timer = unsafe { ptr.as_ref() };
+        let key = self.wheel.insert_at(pos, TimerPtr(ptr));
         // SAFETY: we hold the lock of the base the timer is on (this one).
         unsafe { timer.set_key(key.as_u32()) };
         timer.expires_idx.store(pack(expires, pos.idx), Release);
@@ -177,10 +183,10 @@ impl BaseGuard<'_> {
     /// Queues `timer` to expire at `expires` (clamped to the wheel's range).
     /// The kernel's `internal_add_timer()`.
     #[inline]
-    pub(crate) fn internal_add_timer(&mut self, timer: &RawTimer, expires: u64) {
+    pub(crate) fn internal_add_timer(&mut self, ptr: NonNull<RawTimer>, expires: u64) {
         let expires = clamp_expiry(expires, self.wheel.clk());
         let pos = self.wheel.position(expires);
-        self.enqueue_timer(timer, pos, expires);
+        self.enqueue_timer(ptr, pos, expires);
     }
 
     /// Removes `timer` from the wheel if it is queued; returns whether it

@@ -103,7 +103,7 @@ impl Timer {
     /// system has been dropped.
     #[inline]
     pub fn add(&self, expires: u64) -> Result<(), TimerError> {
-        modify::modify(self.raw(), expires, Mode::Add(None)).map(|_| ())
+        modify::modify(self.raw, expires, Mode::Add(None)).map(|_| ())
     }
 
     /// Arms a timer that is not pending on `worker`'s base. The kernel's
@@ -116,7 +116,7 @@ impl Timer {
         if worker >= workers {
             return Err(TimerError::NoSuchWorker { worker, workers });
         }
-        modify::modify(self.raw(), expires, Mode::Add(Some(worker as u32))).map(|_| ())
+        modify::modify(self.raw, expires, Mode::Add(Some(worker as u32))).map(|_| ())
     }
 
     /// Arms or re-arms the timer to expire at tick `expires`; returns whether
@@ -131,7 +131,7 @@ impl Timer {
     /// [`TimerError::Shutdown`] if the timer's system has been dropped.
     #[inline]
     pub fn modify(&self, expires: u64) -> Result<bool, TimerError> {
-        modify::modify(self.raw(), expires, Mode::Modify)
+        modify::modify(self.raw, expires, Mode::Modify)
     }
 
     /// Re-arms the timer only if it is pending; returns whether it was. The
@@ -141,7 +141,7 @@ impl Timer {
     /// [`TimerError::Shutdown`] if the timer's system has been dropped.
     #[inline]
     pub fn modify_pending(&self, expires: u64) -> Result<bool, TimerError> {
-        modify::modify(self.raw(), expires, Mode::PendingOnly)
+        modify::modify(self.raw, expires, Mode::PendingOnly)
     }
 
     /// Arms the timer, or moves a pending timer's expiry *earlier* (never
@@ -151,7 +151,7 @@ impl Timer {
     /// [`TimerError::Shutdown`] if the timer's system has been dropped.
     #[inline]
     pub fn reduce(&self, expires: u64) -> Result<bool, TimerError> {
-        modify::modify(self.raw(), expires, Mode::Reduce)
+        modify::modify(self.raw, expires, Mode::Reduce)
     }
 
     /// Cancels the timer; returns whether it was pending. Its callback may

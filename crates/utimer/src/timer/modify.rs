@@ -67,6 +67,7 @@ use crate::base::lock_timer_base;
 use crate::system::ModifyCheck;
 use crate::wheel::{bucket_expiry, calc_position, clamp_expiry, Position, DUE};
 use crate::TimerError;
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 /// What kind of arm this is (the kernel's `MOD_TIMER_*` options).
@@ -92,7 +93,10 @@ struct Hint {
 }
 
 /// Arms `timer` to expire at tick `expires`. Returns whether it was pending.
-pub(crate) fn modify(timer: &RawTimer, expires: u64, mode: Mode) -> Result<bool, TimerError> {
+/// `ptr` is the handle's pointer (see `BaseGuard::enqueue_timer`).
+pub(crate) fn modify(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result<bool, TimerError> {
+    // SAFETY: the caller's handle keeps the timer alive.
+    let timer = unsafe { ptr.as_ref() };
     let sys = &*timer.system;
     let word = timer.expires_idx.load(Acquire);
     let mut hint = None;
@@ -133,15 +137,17 @@ pub(crate) fn modify(timer: &RawTimer, expires: u64, mode: Mode) -> Result<bool,
     } else if mode == Mode::PendingOnly {
         return Ok(false);
     }
-    modify_locked(timer, expires, mode, hint)
+    modify_locked(ptr, expires, mode, hint)
 }
 
 fn modify_locked(
-    timer: &RawTimer,
+    ptr: NonNull<RawTimer>,
     expires: u64,
     mode: Mode,
     hint: Option<Hint>,
 ) -> Result<bool, TimerError> {
+    // SAFETY: the caller's handle keeps the timer alive.
+    let timer = unsafe { ptr.as_ref() };
     let sys = &*timer.system;
     let mut guard = lock_timer_base(timer);
     if guard.dead {
@@ -168,8 +174,7 @@ fn modify_locked(
         Mode::Add(Some(worker)) => sys.base_index(worker as usize, state),
         _ => sys.base_index(sys.current_worker(), state),
     };
-    let me = timer as *const RawTimer as *mut RawTimer;
-    if target != guard.base.index && guard.base.running.load(Relaxed) != me {
+    if target != guard.base.index && guard.base.running.load(Relaxed) != ptr.as_ptr() {
         // Move to the target base. Between the two locks the timer is on no
         // base; MIGRATING makes lock_timer_base() wait for it to arrive.
         timer.state.store(state | MIGRATING, Release);
@@ -191,11 +196,11 @@ fn modify_locked(
     let mut recalc = false;
     match hint {
         Some(h) if h.base == guard.base.index && h.clk == guard.wheel.clk() => {
-            guard.enqueue_timer(timer, h.pos, h.expires);
+            guard.enqueue_timer(ptr, h.pos, h.expires);
         }
         _ => {
             recalc = hint.is_some();
-            guard.internal_add_timer(timer, expires);
+            guard.internal_add_timer(ptr, expires);
         }
     }
     if !was_pending {
