@@ -112,7 +112,7 @@ impl Timer {
     /// # Errors
     /// As [`add`](Self::add), plus [`TimerError::NoSuchWorker`].
     pub fn add_on(&self, worker: usize, expires: u64) -> Result<(), TimerError> {
-        let workers = self.raw().system.workers;
+        let workers = self.raw().system().workers;
         if worker >= workers {
             return Err(TimerError::NoSuchWorker { worker, workers });
         }
@@ -194,7 +194,7 @@ impl Timer {
     /// # Errors
     /// As [`add`](Self::add).
     pub fn add_after(&self, d: Duration) -> Result<(), TimerError> {
-        self.add(self.raw().system.ticks.deadline_after(d))
+        self.add(self.raw().system().ticks.deadline_after(d))
     }
 
     /// [`modify`](Self::modify) to `d` from now (rounded up: never early).
@@ -202,7 +202,7 @@ impl Timer {
     /// # Errors
     /// As [`modify`](Self::modify).
     pub fn modify_after(&self, d: Duration) -> Result<bool, TimerError> {
-        self.modify(self.raw().system.ticks.deadline_after(d))
+        self.modify(self.raw().system().ticks.deadline_after(d))
     }
 
     /// [`modify`](Self::modify) to fire at or after `deadline`.
@@ -210,13 +210,13 @@ impl Timer {
     /// # Errors
     /// As [`modify`](Self::modify).
     pub fn modify_at(&self, deadline: Instant) -> Result<bool, TimerError> {
-        self.modify(self.raw().system.ticks.deadline_at(deadline))
+        self.modify(self.raw().system().ticks.deadline_at(deadline))
     }
 
     /// The flags the timer was created with.
     pub fn flags(&self) -> TimerFlags {
-        let state = self.raw().state.load(Acquire);
-        TimerFlags(state & (state::PINNED | state::DEFERRABLE))
+        let flags = self.raw().flags.load(Acquire);
+        TimerFlags(flags & (state::PINNED | state::DEFERRABLE))
     }
 }
 

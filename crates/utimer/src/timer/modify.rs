@@ -62,8 +62,8 @@
 //! `clk == base->clk` test.
 
 use super::raw::RawTimer;
-use super::state::{base_of, expires_of, idx_of, is_pending, BASE_MASK, MIGRATING};
-use crate::base::lock_timer_base;
+use super::state::{expires_of, idx_of, is_pending, MIGRATING};
+use crate::base::{lock_timer_base, Base};
 use crate::system::ModifyCheck;
 use crate::wheel::{bucket_expiry, calc_position, clamp_expiry, Position, DUE};
 use crate::TimerError;
@@ -97,7 +97,6 @@ struct Hint {
 pub(crate) fn modify(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result<bool, TimerError> {
     // SAFETY: the caller's handle keeps the timer alive.
     let timer = unsafe { ptr.as_ref() };
-    let sys = &*timer.system;
     let word = timer.expires_idx.load(Acquire);
     let mut hint = None;
     if is_pending(word) {
@@ -107,8 +106,9 @@ pub(crate) fn modify(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result
             Mode::Modify | Mode::PendingOnly if old == expires => return Ok(true),
             _ => {}
         }
+        let base = timer.base();
+        let sys = base.system();
         if sys.modify_check == ModifyCheck::SameBucket || mode == Mode::Reduce {
-            let base = &sys.bases[base_of(timer.state.load(Relaxed))];
             let clk = base.clk.load(Acquire);
             let expires = clamp_expiry(expires, clk);
             let pos = calc_position(expires, clk);
@@ -148,8 +148,8 @@ fn modify_locked(
 ) -> Result<bool, TimerError> {
     // SAFETY: the caller's handle keeps the timer alive.
     let timer = unsafe { ptr.as_ref() };
-    let sys = &*timer.system;
     let mut guard = lock_timer_base(timer);
+    let sys = guard.base.system();
     if guard.dead {
         return Err(TimerError::Shutdown);
     }
@@ -169,29 +169,27 @@ fn modify_locked(
     }
     guard.detach_if_pending(timer);
 
-    let state = timer.state.load(Relaxed);
-    let target = match mode {
-        Mode::Add(Some(worker)) => sys.base_index(worker as usize, state),
-        _ => sys.base_index(sys.current_worker(), state),
+    let flags = timer.flags.load(Relaxed);
+    let worker = match mode {
+        Mode::Add(Some(worker)) => worker as usize,
+        _ => sys.current_worker(),
     };
-    if target != guard.base.index && guard.base.running.load(Relaxed) != ptr.as_ptr() {
+    let target = &sys.bases[sys.base_index(worker, flags) as usize];
+    let me = ptr.as_ptr();
+    if !std::ptr::eq(target, guard.base) && guard.base.running.load(Relaxed) != me {
         // Move to the target base. Between the two locks the timer is on no
         // base; MIGRATING makes lock_timer_base() wait for it to arrive.
-        timer.state.store(state | MIGRATING, Release);
+        let from = guard.base as *const Base as usize;
+        timer.base.store(from | MIGRATING, Release);
         drop(guard);
-        guard = sys.bases[target as usize].lock();
-        timer
-            .state
-            .store((state & !(BASE_MASK | MIGRATING)) | target, Release);
+        guard = target.lock();
+        timer.base.store(target as *const Base as usize, Release);
         guard.stats.migrated += 1;
         if guard.dead {
             return Err(TimerError::Shutdown);
         }
     }
-    debug_assert_eq!(
-        base_of(timer.state.load(Relaxed)),
-        guard.base.index as usize
-    );
+    debug_assert!(std::ptr::eq(timer.base(), guard.base));
 
     let mut recalc = false;
     match hint {
@@ -261,9 +259,7 @@ mod tests {
 
         // A: lock-free reads; 1010 lands in the same bucket.
         let word = raw.expires_idx.load(Acquire);
-        let clk = raw.system.bases[base_of(raw.state.load(Relaxed))]
-            .clk
-            .load(Acquire);
+        let clk = raw.base().clk.load(Acquire);
         let pos = calc_position(1010, clk);
         assert_eq!(Some(pos.expiry), fires_at(word), "A sees a match");
 
