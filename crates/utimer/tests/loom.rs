@@ -17,7 +17,8 @@ use utimer::{Clock, TimerFlags, TimerSystem};
 /// One helper runs every model, bounded so that it finishes in CI.
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(3);
+    b.preemption_bound = Some(4);
+    b.max_branches = 10_000;
     b.check(f);
 }
 
@@ -55,15 +56,15 @@ fn modify_vs_expire() {
         expirer.join().unwrap();
         let fired = fired.load(SeqCst);
         let pending = t.is_pending() as usize;
-        if was_pending {
-            assert_eq!(
-                fired + pending,
-                1,
-                "re-armed while pending: one firing in all"
-            );
-        } else {
-            assert_eq!((fired, pending), (1, 1), "fired first, then armed again");
-        }
+        // Each arming ends in exactly one firing or is still pending. Armed
+        // again after its expiry began, 101 is in the past: it may fire a
+        // second time within the same run.
+        assert_eq!(
+            fired + pending,
+            1 + !was_pending as usize,
+            "{fired} {pending}"
+        );
+        assert!(fired >= 1 || was_pending);
         let s = sys.stats();
         assert_eq!(s.armed, s.fired + s.deleted + s.pending);
     });

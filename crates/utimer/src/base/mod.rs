@@ -43,7 +43,7 @@ pub(crate) use expire::{free_after_callback, run_expired, running_here, running_
 pub use stats::BaseStats;
 pub(crate) use stats::Counters;
 
-use crate::sync::{spin_hint, AtomicPtr, AtomicU64, SpinLock};
+use crate::sync::{load_for_spin, spin_hint, AtomicPtr, AtomicU64, SpinLock};
 use crate::system::Shared;
 use crate::timer::raw::RawTimer;
 use crate::timer::state::{is_pending, pack, IDX_NONE, MIGRATING};
@@ -231,8 +231,8 @@ impl BaseGuard<'_> {
 /// kernel's `lock_timer_base()`.
 #[inline]
 pub(crate) fn lock_timer_base(timer: &RawTimer) -> BaseGuard<'_> {
+    let mut word = timer.base.load(Acquire);
     loop {
-        let word = timer.base.load(Acquire);
         if word.addr() & MIGRATING == 0 {
             let guard = timer.base_of(word).lock();
             // Still on that base? `base` only changes under the base lock
@@ -242,5 +242,6 @@ pub(crate) fn lock_timer_base(timer: &RawTimer) -> BaseGuard<'_> {
             }
         }
         spin_hint();
+        word = load_for_spin(&timer.base);
     }
 }

@@ -29,3 +29,15 @@ pub(crate) fn spin_hint() {
     #[cfg(loom)]
     loom::thread::yield_now();
 }
+
+/// Reads a pointer that another thread is about to change, in a wait loop.
+/// A plain acquire load; under loom a read-modify-write, which always sees
+/// the latest value (see `SpinLock::lock_contended`).
+#[inline]
+pub(crate) fn load_for_spin<T>(a: &AtomicPtr<T>) -> *mut T {
+    use std::sync::atomic::Ordering::Acquire;
+    #[cfg(not(loom))]
+    return a.load(Acquire);
+    #[cfg(loom)]
+    return a.fetch_update(Acquire, Acquire, Some).unwrap();
+}

@@ -12,7 +12,9 @@
 //! lock word) and then yields its CPU on every further attempt, so a
 //! descheduled holder gets to run and release the lock.
 
-use super::{spin_hint, yield_now, AtomicBool};
+#[cfg(not(loom))]
+use super::spin_hint;
+use super::{yield_now, AtomicBool};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 /// Spins this many times before starting to yield.
@@ -38,6 +40,19 @@ impl SpinLock {
     }
 
     #[cold]
+    #[cfg(loom)]
+    fn lock_contended(&self) {
+        // Loom explores every value a plain load may return, including a
+        // stale `true` forever (C11 only promises visibility "eventually"),
+        // which would make the read-only spin below an infinite path. An
+        // exchange always reads the latest value.
+        while self.locked.swap(true, Acquire) {
+            yield_now();
+        }
+    }
+
+    #[cold]
+    #[cfg(not(loom))]
     fn lock_contended(&self) {
         let mut spins = 0;
         loop {
@@ -58,6 +73,12 @@ impl SpinLock {
     /// Releases the lock. Must only be called by the holder.
     #[inline]
     pub(crate) fn unlock(&self) {
+        #[cfg(not(loom))]
         self.locked.store(false, Release);
+        // C11 lets a plain store sit after any number of other threads'
+        // exchanges in the modification order ("eventually" visible); loom
+        // explores that as an endless spin. An exchange cannot.
+        #[cfg(loom)]
+        self.locked.swap(false, Release);
     }
 }
