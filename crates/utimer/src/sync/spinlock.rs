@@ -15,9 +15,12 @@
 #[cfg(not(loom))]
 use super::spin_hint;
 use super::{yield_now, AtomicBool};
-use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+#[cfg(not(loom))]
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Acquire, Release};
 
 /// Spins this many times before starting to yield.
+#[cfg(not(loom))]
 const SPINS_BEFORE_YIELD: u32 = 64;
 
 pub(crate) struct SpinLock {
