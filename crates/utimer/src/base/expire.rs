@@ -1,0 +1,107 @@
+//! Running expired timers: the kernel's `__run_timers()` and
+//! `expire_timers()`.
+//!
+//! The wheel hands out due timers one at a time. For each, under the base
+//! lock, the timer is marked not pending and `running` is set to it; the lock
+//! is dropped, the callback runs, the lock is taken again and `running`
+//! cleared. Between two callbacks the lock is free, so other threads can
+//! arm, modify and delete timers of this base — including ones that are due
+//! but not yet run, which a `delete` then cancels as the kernel's does.
+//!
+//! A callback may re-arm its own timer: it stays on this base while its
+//! callback runs (see `modify`), and if its new expiry is already reached it
+//! fires again within this same run. A panicking callback is caught and
+//! counted; the base is never left locked, and the timer counts as fired.
+
+use super::{Base, TimerPtr};
+use crate::timer::raw::RawTimer;
+use crate::timer::state::{expires_of, pack, IDX_NONE};
+use std::cell::Cell;
+use std::mem::ManuallyDrop;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::Ordering::{Relaxed, Release};
+
+thread_local! {
+    /// The timer whose callback this thread is running, or null.
+    static RUNNING: Cell<*const RawTimer> = const { Cell::new(ptr::null()) };
+    /// Set when the running timer's handle is dropped inside its callback.
+    static FREE_AFTER_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread is running `timer`'s callback right now.
+#[inline]
+pub(crate) fn running_here(timer: *const RawTimer) -> bool {
+    RUNNING.with(|r| r.get() == timer)
+}
+
+/// Called while a timer's callback runs elsewhere: returns true at once if it
+/// runs on this very thread (waiting would deadlock), else waits a moment
+/// and returns false so the caller looks again.
+pub(crate) fn running_here_or_wait(timer: *const RawTimer) -> bool {
+    if running_here(timer) {
+        return true;
+    }
+    crate::sync::yield_now();
+    false
+}
+
+/// Asks the expiring thread to free the running timer once its callback
+/// returns (the handle was dropped inside it).
+pub(crate) fn free_after_callback() {
+    FREE_AFTER_CALLBACK.with(|f| f.set(true));
+}
+
+/// Expires every timer of `base` due at or before `now`; returns how many
+/// callbacks ran.
+pub(crate) fn run_expired(base: &Base, now: u64) -> usize {
+    let mut guard = base.lock();
+    let mut n = 0;
+    while let Some(TimerPtr(ptr)) = guard.wheel.poll(now) {
+        // SAFETY: a timer the wheel holds is live (timer/raw.rs lifetime rules).
+        let timer = unsafe { ptr.as_ref() };
+        let word = timer.expires_idx.load(Relaxed);
+        timer
+            .expires_idx
+            .store(pack(expires_of(word), IDX_NONE), Release);
+        guard.stats.fired += 1;
+        base.running.store(ptr.as_ptr(), Release);
+        guard.publish_clk();
+        drop(guard);
+
+        let (panicked, free) = call_timer(ptr);
+        n += 1;
+
+        guard = base.lock();
+        base.running.store(ptr::null_mut(), Release);
+        if panicked {
+            guard.stats.panicked += 1;
+        }
+        if free {
+            drop(guard);
+            // The handle was dropped inside the callback, which may have
+            // re-armed the timer afterwards: detach it again, then free it.
+            crate::timer::detach_and_wait(ptr);
+            // SAFETY: the owning handle is gone, the timer is detached and no
+            // callback of it runs: nothing can reach it any more.
+            unsafe { RawTimer::free(ptr) };
+            guard = base.lock();
+        }
+    }
+    guard.publish_clk();
+    n
+}
+
+/// Calls the callback outside any lock. Returns (panicked, free it now).
+fn call_timer(ptr: NonNull<RawTimer>) -> (bool, bool) {
+    let outer = RUNNING.with(|r| r.replace(ptr.as_ptr()));
+    let outer_free = FREE_AFTER_CALLBACK.with(|f| f.replace(false));
+    // A borrowed handle: the callback may use it but must not drop it.
+    let handle = ManuallyDrop::new(crate::Timer::from_raw(ptr));
+    // SAFETY: the timer is live while its callback runs (its owner's Drop
+    // waits for `running` to clear, or defers the free to us).
+    let result = catch_unwind(AssertUnwindSafe(|| unsafe { RawTimer::call(ptr, &handle) }));
+    RUNNING.with(|r| r.set(outer));
+    let free = FREE_AFTER_CALLBACK.with(|f| f.replace(outer_free));
+    (result.is_err(), free)
+}

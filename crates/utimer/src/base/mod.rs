@@ -1,0 +1,229 @@
+//! Timer bases: one wheel per base, one lock per base, three bases per worker.
+//!
+//! A base is the kernel's `struct timer_base`: a wheel, the lock that
+//! protects it, its clock and the timer whose callback is running. Each
+//! worker owns three, as each kernel CPU does since the pull model (seed
+//! 004):
+//!
+//! | kind | holds | kernel |
+//! |------|-------|--------|
+//! | [`BaseKind::Local`] | pinned timers: always expired by their worker | `BASE_LOCAL` |
+//! | [`BaseKind::Global`] | movable timers: may be expired by another worker when this one idles (pull model) | `BASE_GLOBAL` |
+//! | [`BaseKind::Deferrable`] | deferrable timers: never wake an idle worker | `BASE_DEF` |
+//!
+//! # Ground rules: who may touch what
+//!
+//! * The wheel, the statistics and `dead` are only touched with the base's
+//!   lock held ([`BaseGuard`]).
+//! * A timer's `expires_idx`, `state` and wheel key are written only by a
+//!   thread holding the lock of the base named in the timer's `state`.
+//!   Anyone may read `expires_idx` and `state` at any time.
+//! * `clk` mirrors the wheel clock: written under the lock, read by anyone
+//!   (only for the lock-free same-bucket check in `modify`).
+//! * `running` is written under the lock by the thread expiring this base;
+//!   it names the timer whose callback that thread is running, outside the
+//!   lock.
+//! * No callback, allocation, deallocation or user code ever runs under a
+//!   base lock.
+//!
+//! # Lock order
+//!
+//! A thread holds at most one base lock, with one exception: moving a timer
+//! between bases in `modify` takes the old base's lock, marks the timer
+//! `MIGRATING`, **releases** the old lock and only then takes the new one.
+//! Two base locks are never held at once, so there is no lock order between
+//! bases to get wrong. Finding a timer's base is the kernel's
+//! `lock_timer_base()`: read `state`, lock that base, re-read `state`, and
+//! retry if the timer moved meanwhile or is `MIGRATING`.
+
+mod expire;
+mod stats;
+
+pub(crate) use expire::{free_after_callback, run_expired, running_here, running_here_or_wait};
+pub use stats::BaseStats;
+pub(crate) use stats::Counters;
+
+use crate::sync::{spin_hint, AtomicPtr, AtomicU64, SpinLock};
+use crate::timer::raw::RawTimer;
+use crate::timer::state::{base_of, is_pending, pack, IDX_NONE, MIGRATING};
+use crate::wheel::{clamp_expiry, Key, Position, Wheel};
+use std::cell::UnsafeCell;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+/// Which of a worker's three bases.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BaseKind {
+    /// Pinned timers (the kernel's `BASE_LOCAL`).
+    Local = 0,
+    /// Movable timers (the kernel's `BASE_GLOBAL`).
+    Global = 1,
+    /// Deferrable timers (the kernel's `BASE_DEF`).
+    Deferrable = 2,
+}
+
+/// Bases per worker.
+pub(crate) const KINDS: usize = 3;
+
+/// A pointer to a queued timer, as stored in a wheel.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) struct TimerPtr(pub(crate) NonNull<RawTimer>);
+
+// SAFETY: a TimerPtr is only dereferenced under the rules in `timer/raw.rs`
+// (the owning handle keeps the allocation alive while any base can see it).
+unsafe impl Send for TimerPtr {}
+
+/// The part of a base protected by its lock.
+pub(crate) struct BaseInner {
+    pub(crate) wheel: Wheel<TimerPtr>,
+    pub(crate) stats: Counters,
+    /// Set when the system shuts down: the base accepts no more timers.
+    pub(crate) dead: bool,
+}
+
+/// One timer base. Cache-line aligned so that workers never share a line.
+#[repr(align(128))]
+pub(crate) struct Base {
+    lock: SpinLock,
+    /// Mirror of `wheel.clk()`; written under `lock`.
+    pub(crate) clk: AtomicU64,
+    /// The timer whose callback is running on this base, or null.
+    pub(crate) running: AtomicPtr<RawTimer>,
+    /// Protected by `lock`.
+    inner: UnsafeCell<BaseInner>,
+    /// This base's index in the system (`worker * 3 + kind`).
+    pub(crate) index: u32,
+    /// Lock-free same-bucket hits (only counted when statistics are on),
+    /// on its own cache line so counting does not slow down the lock.
+    pub(crate) matched: Padded<AtomicU64>,
+}
+
+/// Aligns a field to its own cache-line pair.
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub(crate) T);
+
+// SAFETY: `inner` is only accessed through a BaseGuard, i.e. with `lock` held;
+// everything else is atomic.
+unsafe impl Sync for Base {}
+// SAFETY: as above; TimerPtr is Send.
+unsafe impl Send for Base {}
+
+impl Base {
+    pub(crate) fn new(index: u32, clk: u64) -> Self {
+        Base {
+            lock: SpinLock::new(),
+            clk: AtomicU64::new(clk),
+            running: AtomicPtr::new(std::ptr::null_mut()),
+            inner: UnsafeCell::new(BaseInner {
+                wheel: Wheel::with_clk(clk),
+                stats: Counters::default(),
+                dead: false,
+            }),
+            index,
+            matched: Padded(AtomicU64::new(0)),
+        }
+    }
+
+    /// Takes the base lock.
+    #[inline]
+    pub(crate) fn lock(&self) -> BaseGuard<'_> {
+        self.lock.lock();
+        BaseGuard { base: self }
+    }
+}
+
+/// Proof that the base lock is held; gives access to the locked part.
+pub(crate) struct BaseGuard<'a> {
+    pub(crate) base: &'a Base,
+}
+
+impl Deref for BaseGuard<'_> {
+    type Target = BaseInner;
+    #[inline]
+    fn deref(&self) -> &BaseInner {
+        // SAFETY: the guard exists only while `lock` is held.
+        unsafe { &*self.base.inner.get() }
+    }
+}
+
+impl DerefMut for BaseGuard<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut BaseInner {
+        // SAFETY: the guard exists only while `lock` is held, and `&mut self`
+        // makes this the only reference derived from it.
+        unsafe { &mut *self.base.inner.get() }
+    }
+}
+
+impl Drop for BaseGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.base.lock.unlock();
+    }
+}
+
+impl BaseGuard<'_> {
+    /// Queues `timer` at `pos` (computed against this base's current clock)
+    /// with expiry of record `expires`. The kernel's `enqueue_timer()`.
+    #[inline]
+    pub(crate) fn enqueue_timer(&mut self, timer: &RawTimer, pos: Position, expires: u64) {
+        let key = self.wheel.insert_at(pos, TimerPtr(NonNull::from(timer)));
+        // SAFETY: we hold the lock of the base the timer is on (this one).
+        unsafe { timer.set_key(key.as_u32()) };
+        timer.expires_idx.store(pack(expires, pos.idx), Release);
+    }
+
+    /// Queues `timer` to expire at `expires` (clamped to the wheel's range).
+    /// The kernel's `internal_add_timer()`.
+    #[inline]
+    pub(crate) fn internal_add_timer(&mut self, timer: &RawTimer, expires: u64) {
+        let expires = clamp_expiry(expires, self.wheel.clk());
+        let pos = self.wheel.position(expires);
+        self.enqueue_timer(timer, pos, expires);
+    }
+
+    /// Removes `timer` from the wheel if it is queued; returns whether it
+    /// was. The kernel's `detach_if_pending()`.
+    #[inline]
+    pub(crate) fn detach_if_pending(&mut self, timer: &RawTimer) -> bool {
+        let word = timer.expires_idx.load(Relaxed);
+        if !is_pending(word) {
+            return false;
+        }
+        // SAFETY: we hold the lock of the base the timer is on.
+        let key = Key::from_u32(unsafe { timer.key() });
+        let removed = self.wheel.remove(key);
+        debug_assert_eq!(removed, Some(TimerPtr(NonNull::from(timer))));
+        timer.expires_idx.store(
+            pack(crate::timer::state::expires_of(word), IDX_NONE),
+            Release,
+        );
+        true
+    }
+
+    /// Publishes the wheel clock for lock-free readers.
+    #[inline]
+    pub(crate) fn publish_clk(&self) {
+        self.base.clk.store(self.wheel.clk(), Release);
+    }
+}
+
+/// Locks the base `timer` is on, following it if it moves meanwhile. The
+/// kernel's `lock_timer_base()`.
+#[inline]
+pub(crate) fn lock_timer_base(timer: &RawTimer) -> BaseGuard<'_> {
+    let bases = &timer.system.bases;
+    loop {
+        let state = timer.state.load(Acquire);
+        if state & MIGRATING == 0 {
+            let guard = bases[base_of(state)].lock();
+            // Still on that base? `state` only changes under the base lock
+            // (or between the two locks of a migration, with MIGRATING set).
+            if timer.state.load(Relaxed) == state {
+                return guard;
+            }
+        }
+        spin_hint();
+    }
+}

@@ -1,0 +1,215 @@
+//! Time sources: the tick counter that timer expiries are expressed in.
+//!
+//! The kernel's timers count in jiffies, a global tick counter that is cheap
+//! to read. utimer's equivalent is [`TimerSystem::now`](crate::TimerSystem::now),
+//! which reads a [`Clock`]:
+//!
+//! * [`Clock::monotonic`] (the default) reads `CLOCK_MONOTONIC_COARSE`
+//!   through the vDSO: a few nanoseconds, no system call, but only as fine as
+//!   the kernel's own tick (1–4 ms). Like jiffies it may lag real time by up
+//!   to that resolution, so a timer armed at `now() + n` can fire up to one
+//!   coarse period before `n` ticks of real time have passed. The
+//!   `*_after(Duration)` and `*_at(Instant)` conveniences read the precise
+//!   clock instead and round up, so they are never early.
+//! * [`Clock::manual`] is set and advanced by the program: for tests,
+//!   simulations and benchmarks that must be deterministic.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A time source for a [`TimerSystem`](crate::TimerSystem).
+#[derive(Clone, Debug)]
+pub struct Clock {
+    kind: Kind,
+}
+
+#[derive(Clone, Debug)]
+enum Kind {
+    Monotonic,
+    Manual(Arc<AtomicU64>),
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::monotonic()
+    }
+}
+
+impl Clock {
+    /// The system's monotonic clock (coarse reads for `now`).
+    pub fn monotonic() -> Clock {
+        Clock {
+            kind: Kind::Monotonic,
+        }
+    }
+
+    /// A clock that only moves when told to, starting at tick 0. Clones share
+    /// the same time.
+    pub fn manual() -> Clock {
+        Clock {
+            kind: Kind::Manual(Arc::new(AtomicU64::new(0))),
+        }
+    }
+
+    /// Whether this is a manual clock.
+    pub fn is_manual(&self) -> bool {
+        matches!(self.kind, Kind::Manual(_))
+    }
+
+    /// Sets a manual clock to `tick`. Time never goes backwards: an earlier
+    /// tick is ignored. No effect on the monotonic clock.
+    pub fn set(&self, tick: u64) {
+        if let Kind::Manual(t) = &self.kind {
+            t.fetch_max(tick, Ordering::Release);
+        }
+    }
+
+    /// Advances a manual clock by `ticks` and returns the new tick. Returns
+    /// 0 for the monotonic clock.
+    pub fn advance(&self, ticks: u64) -> u64 {
+        match &self.kind {
+            Kind::Manual(t) => t.fetch_add(ticks, Ordering::AcqRel).saturating_add(ticks),
+            Kind::Monotonic => 0,
+        }
+    }
+}
+
+/// A clock bound to an epoch and a tick length: converts between ticks,
+/// durations and instants.
+#[derive(Debug)]
+pub(crate) struct TickSource {
+    clock: Clock,
+    tick_ns: u64,
+    epoch: Instant,
+    epoch_ns: u64,
+}
+
+fn monotonic_ns(id: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; clock_gettime only writes it.
+    let rc = unsafe { libc::clock_gettime(id, &mut ts) };
+    debug_assert_eq!(rc, 0);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl TickSource {
+    pub(crate) fn new(clock: Clock, tick: Duration) -> Self {
+        let tick_ns = tick.as_nanos().clamp(1, u64::MAX as u128) as u64;
+        let epoch = Instant::now();
+        let epoch_ns = monotonic_ns(libc::CLOCK_MONOTONIC);
+        TickSource {
+            clock,
+            tick_ns,
+            epoch,
+            epoch_ns,
+        }
+    }
+
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    pub(crate) fn tick(&self) -> Duration {
+        Duration::from_nanos(self.tick_ns)
+    }
+
+    /// The current tick, cheaply (coarse for the monotonic clock).
+    #[inline]
+    pub(crate) fn now(&self) -> u64 {
+        match &self.clock.kind {
+            Kind::Monotonic => {
+                monotonic_ns(libc::CLOCK_MONOTONIC_COARSE).saturating_sub(self.epoch_ns)
+                    / self.tick_ns
+            }
+            Kind::Manual(t) => t.load(Ordering::Acquire),
+        }
+    }
+
+    /// The current tick from the precise clock, rounded down: every timer
+    /// due at or before it is really due.
+    pub(crate) fn now_precise(&self) -> u64 {
+        match &self.clock.kind {
+            Kind::Monotonic => self.ticks_floor(self.epoch.elapsed()),
+            Kind::Manual(t) => t.load(Ordering::Acquire),
+        }
+    }
+
+    fn ticks_floor(&self, d: Duration) -> u64 {
+        (d.as_nanos() / self.tick_ns as u128).min(u64::MAX as u128) as u64
+    }
+
+    fn ticks_ceil(&self, d: Duration) -> u64 {
+        d.as_nanos()
+            .div_ceil(self.tick_ns as u128)
+            .min(u64::MAX as u128) as u64
+    }
+
+    /// The first tick at or after `now + d`: a timer armed for it is never
+    /// early. Saturates instead of overflowing.
+    pub(crate) fn deadline_after(&self, d: Duration) -> u64 {
+        match &self.clock.kind {
+            Kind::Monotonic => {
+                let since = self.epoch.elapsed().saturating_add(d);
+                self.ticks_ceil(since)
+            }
+            Kind::Manual(t) => t.load(Ordering::Acquire).saturating_add(self.ticks_ceil(d)),
+        }
+    }
+
+    /// The first tick at or after `instant`.
+    pub(crate) fn deadline_at(&self, instant: Instant) -> u64 {
+        match &self.clock.kind {
+            Kind::Monotonic => self.ticks_ceil(instant.saturating_duration_since(self.epoch)),
+            Kind::Manual(_) => {
+                self.deadline_after(instant.saturating_duration_since(Instant::now()))
+            }
+        }
+    }
+
+    /// The instant at which `tick` begins (for the monotonic clock), or
+    /// `None` for a manual clock or a tick beyond `Instant`'s range.
+    pub(crate) fn instant_of(&self, tick: u64) -> Option<Instant> {
+        match &self.clock.kind {
+            Kind::Monotonic => {
+                let ns = (tick as u128).checked_mul(self.tick_ns as u128)?;
+                let d = Duration::from_nanos(u64::try_from(ns).ok()?);
+                self.epoch.checked_add(d)
+            }
+            Kind::Manual(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manual_clock_is_shared_and_monotonic() {
+        let c = Clock::manual();
+        let src = TickSource::new(c.clone(), Duration::from_millis(1));
+        c.set(10);
+        assert_eq!(src.now(), 10);
+        c.set(5);
+        assert_eq!(src.now(), 10);
+        assert_eq!(c.advance(3), 13);
+        assert_eq!(src.deadline_after(Duration::from_micros(1500)), 15);
+        assert_eq!(src.deadline_after(Duration::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn monotonic_deadlines_are_never_early() {
+        let src = TickSource::new(Clock::monotonic(), Duration::from_micros(100));
+        let d = Duration::from_millis(3);
+        let start = Instant::now();
+        let deadline = src.deadline_after(d);
+        let at = src.instant_of(deadline).unwrap();
+        assert!(at >= start + d);
+        assert!(src.now() <= src.now_precise() + 1);
+        assert_eq!(src.deadline_after(Duration::MAX), u64::MAX);
+    }
+}

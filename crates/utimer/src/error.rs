@@ -1,0 +1,36 @@
+//! Errors.
+
+use std::fmt;
+
+/// Why a timer operation was refused. Nothing is changed when an error is
+/// returned.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TimerError {
+    /// The timer's [`TimerSystem`](crate::TimerSystem) has been dropped: its
+    /// bases accept no timers. The timer itself stays valid (and inert).
+    Shutdown,
+    /// `add` on a timer that is already pending (the kernel would `BUG()`).
+    AlreadyPending,
+    /// A worker index out of range.
+    NoSuchWorker {
+        /// The index given.
+        worker: usize,
+        /// How many workers the system has.
+        workers: usize,
+    },
+}
+
+impl fmt::Display for TimerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TimerError::Shutdown => f.write_str("the timer system has been shut down"),
+            TimerError::AlreadyPending => f.write_str("the timer is already pending"),
+            TimerError::NoSuchWorker { worker, workers } => {
+                write!(f, "no worker {worker}: the system has {workers} workers")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TimerError {}

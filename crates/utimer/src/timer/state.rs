@@ -1,0 +1,96 @@
+//! The two words of timer state that are read without a lock.
+//!
+//! **`expires_idx`** packs the expiry of record and the wheel bucket:
+//!
+//! ```text
+//!  63                                      10 9          0
+//! +------------------------------------------+------------+
+//! |  expires (54 bits, clamped, in ticks)    | bucket idx |
+//! +------------------------------------------+------------+
+//!                              idx == IDX_NONE: not pending
+//! ```
+//!
+//! One load gives a consistent `(pending, expires, bucket)` triple, which is
+//! what makes the lock-free same-bucket check of `modify` exact (see
+//! `timer/modify.rs`). The kernel keeps `expires` in `timer_list` and the
+//! bucket in `flags`, and reads them with two loads.
+//!
+//! **`state`** holds the base the timer belongs to and its flags, like the
+//! kernel's `timer->flags` (`TIMER_CPUMASK`, `TIMER_MIGRATING`, ...):
+//!
+//! ```text
+//!  31      24  23        22         21       20      19                0
+//! +----------+----------+----------+--------+-------+-------------------+
+//! | reserved | SHUTDOWN |DEFERRABLE| PINNED |MIGRAT.|  base index (20)  |
+//! +----------+----------+----------+--------+-------+-------------------+
+//! ```
+//!
+//! Both words are written only under the lock of the base named in `state`
+//! (and `MIGRATING` is set and cleared only while moving between two bases,
+//! holding the old, then the new base's lock).
+
+use crate::wheel::{MAX_DELTA, MAX_TICK};
+
+pub(crate) const IDX_BITS: u32 = 10;
+/// Bucket index meaning "not queued anywhere".
+pub(crate) const IDX_NONE: u16 = (1 << IDX_BITS) - 1;
+const IDX_MASK: u64 = IDX_NONE as u64;
+
+// Clamped expiries fit the packed field.
+const _: () = assert!(MAX_TICK + MAX_DELTA < 1 << (64 - IDX_BITS));
+
+#[inline]
+pub(crate) fn pack(expires: u64, idx: u16) -> u64 {
+    debug_assert!(expires < 1 << (64 - IDX_BITS));
+    (expires << IDX_BITS) | idx as u64
+}
+
+#[inline]
+pub(crate) fn expires_of(word: u64) -> u64 {
+    word >> IDX_BITS
+}
+
+#[inline]
+pub(crate) fn idx_of(word: u64) -> u16 {
+    (word & IDX_MASK) as u16
+}
+
+#[inline]
+pub(crate) fn is_pending(word: u64) -> bool {
+    word & IDX_MASK != IDX_MASK
+}
+
+/// Base index field of `state`.
+pub(crate) const BASE_MASK: u32 = (1 << 20) - 1;
+/// The timer is between two bases; wait for it to arrive.
+pub(crate) const MIGRATING: u32 = 1 << 20;
+/// See [`TimerFlags::PINNED`](crate::TimerFlags::PINNED).
+pub(crate) const PINNED: u32 = 1 << 21;
+/// See [`TimerFlags::DEFERRABLE`](crate::TimerFlags::DEFERRABLE).
+pub(crate) const DEFERRABLE: u32 = 1 << 22;
+/// Reserved for `shutdown` (timer_shutdown): later arms are refused.
+#[allow(dead_code)]
+pub(crate) const SHUTDOWN: u32 = 1 << 23;
+
+/// The largest number of bases (three per worker).
+pub(crate) const MAX_BASES: usize = BASE_MASK as usize + 1;
+
+#[inline]
+pub(crate) fn base_of(state: u32) -> usize {
+    (state & BASE_MASK) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_roundtrip() {
+        let big = MAX_TICK + MAX_DELTA;
+        for (e, i) in [(0, 0), (5, 575), (big, 576), (big, IDX_NONE)] {
+            let w = pack(e, i);
+            assert_eq!((expires_of(w), idx_of(w)), (e, i));
+            assert_eq!(is_pending(w), i != IDX_NONE);
+        }
+    }
+}

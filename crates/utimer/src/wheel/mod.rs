@@ -1,0 +1,378 @@
+//! The timer wheel: a pure data structure (no locks, no threads, no clock reads).
+//!
+//! This is the non-cascading wheel that Linux adopted in 2016 (Thomas
+//! Gleixner's rework of `kernel/time/timer.c`), rebuilt for user space. It is
+//! usable on its own by programs that drive their own event loop — insert,
+//! remove, ask for the next expiry, advance to a time and collect what expired
+//! — and it is the storage inside every utimer timer base.
+//!
+//! # Levels, granularity and range
+//!
+//! The wheel has nine levels of 64 buckets. Each level is eight times coarser
+//! than the one below it. A timer is queued once, on the finest level whose
+//! range covers its distance from the wheel clock, and **never moves** until
+//! it fires or is removed: unlike the classic cascading wheel there is no
+//! re-sorting of timers from coarse levels into fine ones as time passes.
+//!
+//! With the default tick of 1 ms:
+//!
+//! | level | granularity | distance from `clk` covered |
+//! |------:|------------:|-----------------------------|
+//! | 0 |       1 ms |        0 ms –    62 ms |
+//! | 1 |       8 ms |       63 ms –   503 ms |
+//! | 2 |      64 ms |      504 ms –  4.03 s  |
+//! | 3 |     512 ms |     4.03 s  –  32.3 s  |
+//! | 4 |     4.10 s |     32.3 s  –  4.30 min |
+//! | 5 |     32.8 s |     4.30 min – 34.4 min |
+//! | 6 |     4.37 min |   34.4 min – 4.59 h   |
+//! | 7 |     35.0 min |   4.59 h  – 36.7 h    |
+//! | 8 |     4.66 h |     36.7 h  – 12.2 days |
+//!
+//! In ticks, level `L` has granularity `8^L` and covers distances below
+//! `63 * 8^L`. Later expiries are clamped to the end of level 8
+//! ([`MAX_DELTA`] ticks, 12.2 days at 1 ms), as the kernel clamps to
+//! `WHEEL_TIMEOUT_MAX`. With another tick the table scales linearly.
+//!
+//! # Why this shape
+//!
+//! Most timers are timeouts that are cancelled long before they fire. The
+//! design therefore makes arming and cancelling O(1) with no sorting, and
+//! pays for it with precision: a timer fires at its expiry rounded **up** to
+//! its level's granularity. It is never early, and at most one granule of its
+//! level late — since level `L` is only used for distances of at least
+//! `63 * 8^(L-1)` ticks, that is at most about 12.5% of the timeout. A
+//! 10-minute keepalive may fire half a minute late; nobody minds, and nothing
+//! ever cascades. A 5 ms timeout is exact to the tick.
+//!
+//! # Finding the next expiry
+//!
+//! Each level keeps a 64-bit bitmap of non-empty buckets. The next expiry is
+//! found with one rotate and one trailing-zero count per non-empty level
+//! ([`Wheel::next_expiry`]), and cached between changes, like the kernel's
+//! `base->next_expiry`.
+//!
+//! # Expiry
+//!
+//! The wheel clock `clk` is the next tick not yet processed. [`Wheel::poll`]
+//! moves the buckets of the next due tick (at most `now`) to a list of due
+//! entries and hands those out one at a time, so the caller may insert and
+//! remove entries between two of them — a timer callback may re-arm itself.
+//! An expiry before `clk` (in the past) goes straight to the due list and is
+//! returned by the next `poll`, whatever `now` it is given.
+//!
+//! # Storage
+//!
+//! Entries live in a slab of 16-byte slots linked into per-bucket lists by
+//! index (see `slab.rs`): no `unsafe`, no allocation per insert once the slab
+//! has grown to the largest number of entries queued at once.
+
+mod index;
+mod slab;
+
+pub use index::{
+    bucket_expiry, calc_position, clamp_expiry, level_for_delta, level_granularity, level_limit,
+    level_shift, round_up, Position, BUCKETS, DUE, LEVELS, LVL_BITS, LVL_CLK_SHIFT, LVL_SIZE,
+    MAX_DELTA, MAX_TICK,
+};
+
+use slab::Lists;
+
+/// Identifies an entry in a [`Wheel`]. Valid until the entry is removed or
+/// returned by [`Wheel::poll`]; after that the key may be reused for another
+/// entry.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Key(u32);
+
+impl Key {
+    /// The raw slot number (for storing keys compactly).
+    #[inline]
+    pub fn as_u32(self) -> u32 {
+        self.0
+    }
+
+    /// Rebuilds a key from [`Key::as_u32`].
+    #[inline]
+    pub fn from_u32(raw: u32) -> Key {
+        Key(raw)
+    }
+}
+
+/// A hierarchical, non-cascading timer wheel holding values of type `T`.
+///
+/// Mirrors the wheel part of the kernel's `struct timer_base`: the buckets
+/// (`vectors`), the pending bitmaps (`pending_map`), the clock (`clk`) and the
+/// cached next expiry (`next_expiry`, `next_expiry_recalc`).
+///
+/// ```
+/// use utimer::wheel::Wheel;
+///
+/// let mut wheel = Wheel::new();
+/// let a = wheel.insert(10, "a");
+/// wheel.insert(700, "b");
+/// assert_eq!(wheel.next_expiry(), Some(10));
+/// assert_eq!(wheel.remove(a), Some("a"));
+/// // "b" is 700 ticks away: level 2 (64-tick granularity), fires at 704.
+/// assert_eq!(wheel.next_expiry(), Some(704));
+/// assert_eq!(wheel.poll(703), None);
+/// assert_eq!(wheel.poll(704), Some("b"));
+/// ```
+pub struct Wheel<T> {
+    /// Next tick to process: every tick before `clk` has been expired.
+    clk: u64,
+    /// One bit per non-empty bucket, per level.
+    pending: [u64; LEVELS],
+    /// Buckets `0..BUCKETS` plus the due list at [`DUE`].
+    lists: Lists<T>,
+    /// Cached earliest bucket time (`u64::MAX`: none), valid unless `recalc`.
+    next: u64,
+    recalc: bool,
+}
+
+impl<T> Default for Wheel<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Wheel<T> {
+    /// An empty wheel whose clock starts at tick 0.
+    pub fn new() -> Self {
+        Self::with_clk(0)
+    }
+
+    /// An empty wheel whose clock starts at `clk`.
+    pub fn with_clk(clk: u64) -> Self {
+        Self::with_capacity(clk, 0)
+    }
+
+    /// An empty wheel at `clk` with room for `capacity` entries.
+    pub fn with_capacity(clk: u64, capacity: usize) -> Self {
+        Wheel {
+            clk: clk.min(MAX_TICK),
+            pending: [0; LEVELS],
+            lists: Lists::new(BUCKETS + 1, capacity),
+            next: u64::MAX,
+            recalc: false,
+        }
+    }
+
+    /// The next tick that has not been processed yet.
+    #[inline]
+    pub fn clk(&self) -> u64 {
+        self.clk
+    }
+
+    /// Number of entries queued (including due ones not yet polled).
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.lists.len()
+    }
+
+    /// Whether no entry is queued.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.lists.len() == 0
+    }
+
+    /// Bytes of heap memory held by the wheel.
+    pub fn heap_bytes(&self) -> usize {
+        self.lists.heap_bytes()
+    }
+
+    /// Reserves room for `additional` more entries, so that inserting them
+    /// does not allocate.
+    pub fn reserve(&mut self, additional: usize) {
+        self.lists.reserve(additional);
+    }
+
+    /// Where an entry expiring at `expires` would be queued now (after
+    /// clamping to the wheel's range). The kernel's `calc_wheel_index()`.
+    #[inline]
+    pub fn position(&self, expires: u64) -> Position {
+        calc_position(clamp_expiry(expires, self.clk), self.clk)
+    }
+
+    /// Queues `value` to expire at tick `expires` and returns its key.
+    ///
+    /// An expiry in the past is due at once; one beyond the wheel's range is
+    /// clamped to [`MAX_DELTA`] ticks from the clock.
+    #[inline]
+    pub fn insert(&mut self, expires: u64, value: T) -> Key {
+        let pos = self.position(expires);
+        self.insert_at(pos, value)
+    }
+
+    /// Queues `value` at `pos`, which must have been computed by
+    /// [`Wheel::position`] with the clock unchanged since (the kernel's
+    /// `enqueue_timer()` after `calc_wheel_index()`).
+    #[inline]
+    pub(crate) fn insert_at(&mut self, pos: Position, value: T) -> Key {
+        let idx = pos.idx as usize;
+        debug_assert!(pos.idx == DUE || pos.expiry >= self.clk);
+        let key = self.lists.push_front(idx, value);
+        if pos.idx != DUE {
+            self.pending[idx / LVL_SIZE] |= 1 << (idx % LVL_SIZE);
+            if pos.expiry < self.next {
+                self.next = pos.expiry;
+            }
+        }
+        Key(key)
+    }
+
+    /// Removes the entry `key` and returns its value, or `None` if the key is
+    /// not (or no longer) in the wheel. The kernel's `detach_timer()`.
+    #[inline]
+    pub fn remove(&mut self, key: Key) -> Option<T> {
+        let (value, emptied) = self.lists.remove(key.0)?;
+        if let Some(bucket) = emptied {
+            if bucket < BUCKETS {
+                self.pending[bucket / LVL_SIZE] &= !(1 << (bucket % LVL_SIZE));
+                self.recalc = true;
+            }
+        }
+        Some(value)
+    }
+
+    /// The value of entry `key`, if it is in the wheel.
+    #[inline]
+    pub fn get(&self, key: Key) -> Option<&T> {
+        self.lists.get(key.0)
+    }
+
+    /// Iterates over every queued value, in no particular order.
+    pub fn values(&self) -> impl Iterator<Item = &T> {
+        self.lists.values()
+    }
+
+    /// The tick at which the next entry fires, or `None` if the wheel is
+    /// empty. Due entries (expiry already passed) report `clk - 1`.
+    ///
+    /// The kernel's `__next_timer_interrupt()`.
+    #[inline]
+    pub fn next_expiry(&mut self) -> Option<u64> {
+        if !self.lists.is_bucket_empty(DUE as usize) {
+            return Some(self.clk.saturating_sub(1));
+        }
+        let next = self.next_bucket_expiry();
+        (next != u64::MAX).then_some(next)
+    }
+
+    /// Earliest bucket time over the levels, from the bitmaps (cached).
+    #[inline]
+    fn next_bucket_expiry(&mut self) -> u64 {
+        if self.recalc {
+            self.next = self.scan_bitmaps();
+            self.recalc = false;
+        }
+        self.next
+    }
+
+    fn scan_bitmaps(&self) -> u64 {
+        let mut best = u64::MAX;
+        for (lvl, &bits) in self.pending.iter().enumerate() {
+            if bits == 0 {
+                continue;
+            }
+            let shift = level_shift(lvl);
+            // The first tick at or after clk at which this level is processed.
+            let start = round_up(self.clk, lvl);
+            let slot = (start >> shift) as u32 & (LVL_SIZE as u32 - 1);
+            let ahead = bits.rotate_right(slot).trailing_zeros() as u64;
+            best = best.min(start + (ahead << shift));
+        }
+        best
+    }
+
+    /// Moves the clock forward to `now + 1` if nothing is due at or before
+    /// `now`, so that timers queued afterwards are placed relative to the
+    /// present rather than to a stale clock. The kernel's
+    /// `forward_timer_base()`. Never moves the clock past a pending bucket.
+    pub fn forward(&mut self, now: u64) {
+        let now = now.min(MAX_TICK);
+        if self.lists.is_bucket_empty(DUE as usize)
+            && now >= self.clk
+            && self.next_bucket_expiry() > now
+        {
+            self.clk = now + 1;
+        }
+    }
+
+    /// Removes and returns one entry that is due at `now`, or `None` when
+    /// nothing more is due; afterwards the clock is `now + 1` (or later).
+    ///
+    /// Entries are returned in bucket order; within a bucket in no particular
+    /// order. The caller may insert and remove entries between two calls. The
+    /// kernel's `__run_timers()` loop: `collect_expired_timers()` followed
+    /// by `expire_timers()`.
+    #[inline]
+    pub fn poll(&mut self, now: u64) -> Option<T> {
+        let now = now.min(MAX_TICK);
+        loop {
+            if let Some(value) = self.lists.pop_front(DUE as usize) {
+                return Some(value);
+            }
+            if !self.collect(now) {
+                return None;
+            }
+        }
+    }
+
+    /// Moves one bucket due at or before `now` to the due list. Returns false
+    /// (after advancing the clock past `now`) if no bucket is due.
+    fn collect(&mut self, now: u64) -> bool {
+        let t = self.next_bucket_expiry();
+        if t > now {
+            if now >= self.clk {
+                self.clk = now + 1;
+            }
+            return false;
+        }
+        // Every tick before t is empty: jump there. Granularities nest, so
+        // the levels processed at tick t are a prefix of the levels.
+        self.clk = self.clk.max(t);
+        for lvl in 0..LEVELS {
+            if t & (level_granularity(lvl) - 1) != 0 {
+                break;
+            }
+            let slot = (t >> level_shift(lvl)) as usize & (LVL_SIZE - 1);
+            if self.pending[lvl] & (1 << slot) != 0 {
+                self.pending[lvl] &= !(1 << slot);
+                self.lists.move_bucket(lvl * LVL_SIZE + slot, DUE as usize);
+                self.recalc = true;
+                return true;
+            }
+        }
+        unreachable!("utimer: next expiry {t} has no bucket");
+    }
+
+    /// Expires everything due at or before `now`, calling `f` on each value,
+    /// and returns how many expired.
+    pub fn advance(&mut self, now: u64, mut f: impl FnMut(T)) -> usize {
+        let mut n = 0;
+        while let Some(value) = self.poll(now) {
+            f(value);
+            n += 1;
+        }
+        n
+    }
+
+    /// Removes every entry, calling `f` on each; the clock is unchanged.
+    pub fn drain(&mut self, f: impl FnMut(T)) {
+        self.lists.drain(f);
+        self.pending = [0; LEVELS];
+        self.next = u64::MAX;
+        self.recalc = false;
+    }
+}
+
+impl<T> std::fmt::Debug for Wheel<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wheel")
+            .field("clk", &self.clk)
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;
