@@ -59,14 +59,6 @@ impl BTreeTimers {
             .is_some_and(|d| self.map.contains_key(&(d, t.id)))
     }
 
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-
     /// The earliest pending deadline.
     pub fn next_expiry(&self) -> Option<u64> {
         self.map.first_key_value().map(|(&(d, _), _)| d)
@@ -104,7 +96,7 @@ impl super::TimerPeer for BTreePeer {
     fn new() -> Result<Self, String> {
         Ok(BTreePeer {
             q: BTreeTimers::new(),
-            now: 1 << 20,
+            now: super::START_TICK,
         })
     }
 
@@ -167,6 +159,6 @@ mod tests {
         assert_eq!(q.expire(10, |_| {}), 1);
         assert!(!q.cancel(&mut a));
         assert!(q.cancel(&mut b));
-        assert!(q.is_empty());
+        assert!(q.map.is_empty());
     }
 }

@@ -43,15 +43,6 @@ impl HeapTimers {
         Self::default()
     }
 
-    pub fn with_capacity(n: usize) -> Self {
-        HeapTimers {
-            heap: BinaryHeap::with_capacity(n),
-            slots: Vec::with_capacity(n),
-            free: Vec::new(),
-            live: 0,
-        }
-    }
-
     /// A new, unarmed timer.
     pub fn timer(&mut self) -> HeapTimer {
         match self.free.pop() {
@@ -134,12 +125,9 @@ impl HeapTimers {
     }
 
     /// Number of pending timers.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.live
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.live == 0
     }
 
     /// The earliest pending deadline.
@@ -184,7 +172,7 @@ impl super::TimerPeer for HeapPeer {
     fn new() -> Result<Self, String> {
         Ok(HeapPeer {
             q: HeapTimers::new(),
-            now: 1 << 20,
+            now: super::START_TICK,
         })
     }
 

@@ -24,12 +24,15 @@ pub mod heap;
 pub mod posix;
 pub mod timerfd;
 pub mod tokio_sleep;
-#[cfg(feature = "utimer-api")]
 pub mod utimer;
-#[cfg(feature = "utimer-api")]
 pub mod wheel;
 
 use std::time::Duration;
+
+/// The virtual "now" every virtual-clock peer (utimer on a manual clock,
+/// the wheel, heap, B-tree and the kernel peers' relative timeouts) starts
+/// at; far enough from zero that "past" deadlines are representable.
+pub const START_TICK: u64 = 1 << 20;
 
 /// A timer implementation as the benchmark cases see it.
 pub trait TimerPeer: Sized {

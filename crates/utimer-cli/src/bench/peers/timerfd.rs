@@ -31,13 +31,16 @@ impl TimerFd {
 
     /// Arms to fire `after` from now (relative); `Duration::ZERO` disarms.
     #[inline]
-    pub fn set(&self, after: Duration) {
+    pub fn set(&self, after: Duration) -> io::Result<()> {
         let spec = itimerspec(after);
         // SAFETY: valid descriptor; `spec` outlives the call.
         let rc = unsafe {
             libc::timerfd_settime(self.0.as_raw_fd(), 0, &spec, std::ptr::null_mut())
         };
-        debug_assert_eq!(rc, 0, "timerfd_settime: {}", io::Error::last_os_error());
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
 
     /// Whether the timer is armed (`timerfd_gettime`).
@@ -60,7 +63,7 @@ impl super::TimerPeer for TimerFdPeer {
     const MAX_PENDING: (usize, &'static str) = (KERNEL_MAX_PENDING, KERNEL_LIMIT_WHY);
 
     fn new() -> Result<Self, String> {
-        Ok(TimerFdPeer { now: 1 << 20 })
+        Ok(TimerFdPeer { now: super::START_TICK })
     }
 
     fn now(&mut self) -> u64 {
@@ -73,17 +76,17 @@ impl super::TimerPeer for TimerFdPeer {
 
     #[inline]
     fn arm(&mut self, h: &mut TimerFd, expires: u64) {
-        h.set(relative(self.now, expires));
+        let _ = h.set(relative(self.now, expires));
     }
 
     #[inline]
     fn rearm(&mut self, h: &mut TimerFd, expires: u64) {
-        h.set(relative(self.now, expires));
+        let _ = h.set(relative(self.now, expires));
     }
 
     #[inline]
     fn cancel(&mut self, h: &mut TimerFd) {
-        h.set(Duration::ZERO);
+        let _ = h.set(Duration::ZERO);
     }
 
     fn is_pending(&self, h: &TimerFd) -> Option<bool> {
@@ -99,9 +102,9 @@ mod tests {
     fn arm_and_disarm() {
         let t = TimerFd::new().unwrap();
         assert!(!t.is_armed());
-        t.set(Duration::from_secs(10));
+        t.set(Duration::from_secs(10)).unwrap();
         assert!(t.is_armed());
-        t.set(Duration::ZERO);
+        t.set(Duration::ZERO).unwrap();
         assert!(!t.is_armed());
     }
 }

@@ -1,0 +1,100 @@
+//! utimer's `TimerSystem` as a benchmark peer: one worker, the calling
+//! thread entered on it, timers created once (`sys.timer`) and then armed
+//! with `add`, re-armed with `modify`, cancelled with `delete`, as kernel
+//! code does with `timer_setup` / `mod_timer` / `timer_delete`.
+//!
+//! The system runs on a manual clock set to the same virtual "now" as the
+//! heap and B-tree peers. utimer never reads the clock on `add`/`modify`
+//! (the base clock moves only in `run_expired`), so this is not flattering:
+//! it only keeps the wheel level of "now + N" fixed for the whole run,
+//! whereas a monotonic clock with no expiry runs would let the base clock
+//! fall behind and push timers to coarser levels as the run goes on.
+
+use std::sync::Arc;
+
+use utimer::{Clock, ModifyCheck, Timer, TimerFlags, TimerSystem};
+use super::START_TICK;
+
+pub struct UtimerPeer {
+    pub sys: Arc<TimerSystem>,
+    pub clock: Clock,
+}
+
+impl UtimerPeer {
+    /// A system with `workers` workers on a manual clock at [`START_TICK`].
+    pub fn with(workers: usize, check: ModifyCheck, stats: bool) -> Self {
+        let clock = Clock::manual();
+        clock.set(START_TICK);
+        let sys = TimerSystem::builder()
+            .workers(workers)
+            .clock(clock.clone())
+            .modify_check(check)
+            .stats(stats)
+            .build();
+        UtimerPeer {
+            sys: Arc::new(sys),
+            clock,
+        }
+    }
+}
+
+/// A timer with an empty callback.
+pub fn empty_timer(sys: &TimerSystem) -> Timer {
+    sys.timer(TimerFlags::empty(), |_t: &Timer| {})
+}
+
+impl super::TimerPeer for UtimerPeer {
+    type Handle = Timer;
+    const NAME: &'static str = "utimer";
+
+    fn new() -> Result<Self, String> {
+        Ok(Self::with(1, ModifyCheck::SameBucket, false))
+    }
+
+    fn with_ctx<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let sys = self.sys.clone();
+        let _worker = sys.enter(0).expect("worker 0 exists");
+        f(self)
+    }
+
+    fn now(&mut self) -> u64 {
+        self.sys.now()
+    }
+
+    fn handle(&mut self) -> Result<Timer, String> {
+        Ok(empty_timer(&self.sys))
+    }
+
+    #[inline]
+    fn arm(&mut self, h: &mut Timer, expires: u64) {
+        let r = h.add(expires);
+        debug_assert!(r.is_ok(), "{r:?}");
+    }
+
+    #[inline]
+    fn rearm(&mut self, h: &mut Timer, expires: u64) {
+        let r = h.modify(expires);
+        debug_assert!(r.is_ok(), "{r:?}");
+    }
+
+    #[inline]
+    fn cancel(&mut self, h: &mut Timer) {
+        std::hint::black_box(h.delete());
+    }
+
+    fn next_expiry(&mut self) -> Result<Option<u64>, &'static str> {
+        Ok(self.sys.next_expiry(0).expect("worker 0 exists"))
+    }
+
+    fn is_pending(&self, h: &Timer) -> Option<bool> {
+        Some(h.is_pending())
+    }
+
+    fn wait_until(&mut self, until: u64) {
+        self.clock.set(until);
+    }
+
+    fn fire(&mut self, until: u64) -> Result<Option<usize>, &'static str> {
+        Ok(Some(self.sys.run_expired(0, until).expect("worker 0 exists")))
+    }
+}
