@@ -102,10 +102,7 @@ fn parse_bench(args: &[String]) -> Result<Command, UsageError> {
             };
             match v {
                 Some(v) if !v.is_empty() => Ok(v),
-                _ => Err(usage_error(
-                    format!("`{name}` needs a value"),
-                    BENCH_USAGE,
-                )),
+                _ => Err(usage_error(format!("`{name}` needs a value"), BENCH_USAGE)),
             }
         };
         match flag {
@@ -166,7 +163,11 @@ mod tests {
     #[test]
     fn parses_bench_flags() {
         let Ok(Command::Bench(o)) = parse(&args(&[
-            "bench", "--quick", "--json", "out.json", "--filter=seed",
+            "bench",
+            "--quick",
+            "--json",
+            "out.json",
+            "--filter=seed",
         ])) else {
             panic!("expected bench");
         };

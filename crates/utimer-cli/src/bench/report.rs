@@ -143,7 +143,9 @@ impl Record {
 }
 
 fn fmt_num(v: f64) -> String {
-    if v.abs() >= 100.0 {
+    if v != 0.0 && v.abs() < 0.01 {
+        format!("{v:.1e}")
+    } else if v.abs() >= 100.0 {
         format!("{v:.0}")
     } else if v.abs() >= 10.0 {
         format!("{v:.1}")
@@ -198,6 +200,11 @@ pub fn print_case(case: &str, records: &[Record]) {
         .find(|r| r.skipped.is_none())
         .map(|r| r.unit.as_str())
         .unwrap_or("");
+    let label = if records.iter().any(|r| r.samples > 1) {
+        format!("median {unit}")
+    } else {
+        unit.to_string()
+    };
     let base = records
         .iter()
         .find(|r| r.impl_name.starts_with("utimer") && r.value.is_some())
@@ -212,12 +219,8 @@ pub fn print_case(case: &str, records: &[Record]) {
     let _ = writeln!(out, "\n  {case}");
     let _ = writeln!(
         out,
-        "    {:<width$} {:>10} {:>10} {:>10} {:>10}",
-        "impl",
-        format!("median {unit}"),
-        "p10",
-        "p90",
-        "vs utimer",
+        "    {:<width$} {:>14} {:>10} {:>10} {:>10}",
+        "impl", label, "p10", "p90", "vs utimer",
     );
     for r in records {
         if let Some(why) = &r.skipped {
@@ -232,7 +235,7 @@ pub fn print_case(case: &str, records: &[Record]) {
         };
         let _ = writeln!(
             out,
-            "    {:<width$} {:>10} {:>10} {:>10} {:>10}",
+            "    {:<width$} {:>14} {:>10} {:>10} {:>10}",
             r.impl_name,
             fmt_num(v),
             p(r.p10),

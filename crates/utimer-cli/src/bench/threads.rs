@@ -112,8 +112,7 @@ fn tokio_mt(threads: usize, ops: u64) -> Contender<'static> {
                             {
                                 std::hint::spin_loop();
                             }
-                            let at = tokio::time::Instant::now()
-                                + Duration::from_millis(ARM_DELTA);
+                            let at = tokio::time::Instant::now() + Duration::from_millis(ARM_DELTA);
                             time(|| {
                                 for _ in 0..ops {
                                     let s = pin!(tokio::time::sleep_until(black_box(at)));
@@ -191,7 +190,10 @@ pub fn run_all(r: &mut Runner) {
     );
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cpus < 2 {
-        r.note(GROUP, "only one CPU: the 2-thread numbers measure time slicing");
+        r.note(
+            GROUP,
+            "only one CPU: the 2-thread numbers measure time slicing",
+        );
     }
     for (case, threads) in [("1_thread", 1), ("2_threads", 2)] {
         r.case(GROUP, case, Schedule::Interleaved, || {

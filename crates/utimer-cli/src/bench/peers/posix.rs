@@ -133,7 +133,9 @@ impl<const SIGNAL: bool> super::TimerPeer for PosixPeer<SIGNAL> {
     const MAX_PENDING: (usize, &'static str) = (KERNEL_MAX_PENDING, KERNEL_LIMIT_WHY);
 
     fn new() -> Result<Self, String> {
-        Ok(PosixPeer { now: super::START_TICK })
+        Ok(PosixPeer {
+            now: super::START_TICK,
+        })
     }
 
     fn now(&mut self) -> u64 {

@@ -20,7 +20,10 @@ impl TimerFd {
     pub fn new() -> io::Result<Self> {
         // SAFETY: plain syscall wrapper; the result is checked.
         let fd = unsafe {
-            libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
         };
         if fd < 0 {
             return Err(io::Error::last_os_error());
@@ -34,9 +37,8 @@ impl TimerFd {
     pub fn set(&self, after: Duration) -> io::Result<()> {
         let spec = itimerspec(after);
         // SAFETY: valid descriptor; `spec` outlives the call.
-        let rc = unsafe {
-            libc::timerfd_settime(self.0.as_raw_fd(), 0, &spec, std::ptr::null_mut())
-        };
+        let rc =
+            unsafe { libc::timerfd_settime(self.0.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -63,7 +65,9 @@ impl super::TimerPeer for TimerFdPeer {
     const MAX_PENDING: (usize, &'static str) = (KERNEL_MAX_PENDING, KERNEL_LIMIT_WHY);
 
     fn new() -> Result<Self, String> {
-        Ok(TimerFdPeer { now: super::START_TICK })
+        Ok(TimerFdPeer {
+            now: super::START_TICK,
+        })
     }
 
     fn now(&mut self) -> u64 {

@@ -12,8 +12,8 @@
 
 use std::sync::Arc;
 
-use utimer::{Clock, ModifyCheck, Timer, TimerFlags, TimerSystem};
 use super::START_TICK;
+use utimer::{Clock, ModifyCheck, Timer, TimerFlags, TimerSystem};
 
 pub struct UtimerPeer {
     pub sys: Arc<TimerSystem>,
@@ -95,6 +95,8 @@ impl super::TimerPeer for UtimerPeer {
     }
 
     fn fire(&mut self, until: u64) -> Result<Option<usize>, &'static str> {
-        Ok(Some(self.sys.run_expired(0, until).expect("worker 0 exists")))
+        Ok(Some(
+            self.sys.run_expired(0, until).expect("worker 0 exists"),
+        ))
     }
 }
