@@ -11,7 +11,7 @@
 //!
 //! 1. **Set-up.** Each contender's state is built once per case.
 //! 2. **Calibration = warm-up.** A batch size is found by doubling `n` until a
-//!    batch takes at least the target time (1 ms quick, 4 ms full) so that
+//!    batch takes at least the target time (2 ms quick, 5 ms full) so that
 //!    the clock's resolution and the loop overhead vanish in the batch. These
 //!    batches also warm caches, the branch predictor and the allocator.
 //! 3. **Repetitions.** Each contender runs one batch per repetition; the
@@ -188,8 +188,8 @@ impl Runner {
         Runner {
             quick: opts.quick,
             filter: opts.filter.clone(),
-            reps: if opts.quick { 5 } else { 11 },
-            target: Duration::from_millis(if opts.quick { 1 } else { 4 }),
+            reps: if opts.quick { 7 } else { 11 },
+            target: Duration::from_millis(if opts.quick { 2 } else { 5 }),
             records: Vec::new(),
             current_group: None,
             started: Instant::now(),
