@@ -16,7 +16,7 @@
 use crate::base::{run_expired, Base, BaseKind, BaseStats, KINDS};
 use crate::clock::{Clock, TickSource};
 use crate::timer::raw::RawTimer;
-use crate::timer::state::{DEFERRABLE, MAX_BASES, PINNED};
+use crate::timer::state::{DEFERRABLE, PINNED};
 use crate::{Timer, TimerError, TimerFlags};
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -49,11 +49,17 @@ pub(crate) struct Shared {
     pub(crate) modify_check: ModifyCheck,
 }
 
-thread_local! {
+#[cfg(not(loom))]
+std::thread_local! {
     /// The (system, worker) this thread has entered, if any.
     static ENTERED: Cell<(*const Shared, usize)> = const { Cell::new((std::ptr::null(), 0)) };
     /// This thread's home worker number (before reduction modulo workers).
     static HOME: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static ENTERED: Cell<(*const Shared, usize)> = Cell::new((std::ptr::null(), 0));
+    static HOME: Cell<usize> = Cell::new(usize::MAX);
 }
 
 static NEXT_HOME: AtomicUsize = AtomicUsize::new(0);
@@ -75,12 +81,12 @@ impl Shared {
         home % self.workers
     }
 
-    /// The base a timer with `state`'s flags uses on `worker`.
+    /// The base a timer with `flags` uses on `worker`.
     #[inline]
-    pub(crate) fn base_index(&self, worker: usize, state: u32) -> u32 {
-        let kind = if state & DEFERRABLE != 0 {
+    pub(crate) fn base_index(&self, worker: usize, flags: u32) -> u32 {
+        let kind = if flags & DEFERRABLE != 0 {
             BaseKind::Deferrable
-        } else if state & PINNED != 0 {
+        } else if flags & PINNED != 0 {
             BaseKind::Local
         } else {
             BaseKind::Global
@@ -118,10 +124,9 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// Number of workers (default: available CPUs). Clamped to 1 ..= 349,525
-    /// (three bases each, 2^20 bases in all).
+    /// Number of workers (default: available CPUs). Clamped to 1 ..= 65,536.
     pub fn workers(mut self, n: usize) -> Self {
-        self.workers = n.clamp(1, MAX_BASES / KINDS);
+        self.workers = n.clamp(1, 1 << 16);
         self
     }
 
@@ -164,22 +169,20 @@ impl Builder {
     pub fn build(self) -> TimerSystem {
         let ticks = TickSource::new(self.clock, self.tick);
         let clk = ticks.now();
-        let bases = (0..self.workers * KINDS)
-            .map(|i| {
-                let base = Base::new(i as u32, clk);
-                base.lock().wheel.reserve(self.capacity);
-                base
-            })
-            .collect();
-        TimerSystem {
-            shared: Arc::new(Shared {
-                bases,
-                workers: self.workers,
-                ticks,
-                stats: self.stats,
-                modify_check: self.modify_check,
-            }),
-        }
+        let shared = Arc::new_cyclic(|me| Shared {
+            bases: (0..self.workers * KINDS)
+                .map(|i| {
+                    let base = Base::new(i as u32, clk, me.as_ptr());
+                    base.lock().wheel.reserve(self.capacity);
+                    base
+                })
+                .collect(),
+            workers: self.workers,
+            ticks,
+            stats: self.stats,
+            modify_check: self.modify_check,
+        });
+        TimerSystem { shared }
     }
 }
 
@@ -268,7 +271,12 @@ impl TimerSystem {
     {
         let flags = flags.bits();
         let base = self.shared.base_index(self.shared.current_worker(), flags);
-        let raw = RawTimer::alloc(self.shared.clone(), base | flags, callback);
+        let raw = RawTimer::alloc(
+            &self.shared,
+            &self.shared.bases[base as usize],
+            flags,
+            callback,
+        );
         Timer::from_raw(raw)
     }
 

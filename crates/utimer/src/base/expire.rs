@@ -22,17 +22,24 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::Ordering::{Relaxed, Release};
 
-thread_local! {
-    /// The timer whose callback this thread is running, or null.
-    static RUNNING: Cell<*const RawTimer> = const { Cell::new(ptr::null()) };
-    /// Set when the running timer's handle is dropped inside its callback.
-    static FREE_AFTER_CALLBACK: Cell<bool> = const { Cell::new(false) };
+/// What this thread is doing in a callback: the timer whose callback it is
+/// running (null: none), and whether that timer's handle was dropped inside
+/// it (free it when the callback returns).
+type Running = (*const RawTimer, bool);
+
+#[cfg(not(loom))]
+std::thread_local! {
+    static RUNNING: Cell<Running> = const { Cell::new((ptr::null(), false)) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static RUNNING: Cell<Running> = Cell::new((ptr::null(), false));
 }
 
 /// Whether this thread is running `timer`'s callback right now.
 #[inline]
 pub(crate) fn running_here(timer: *const RawTimer) -> bool {
-    RUNNING.with(|r| r.get() == timer)
+    RUNNING.with(|r| r.get().0 == timer)
 }
 
 /// Called while a timer's callback runs elsewhere: returns true at once if it
@@ -49,7 +56,7 @@ pub(crate) fn running_here_or_wait(timer: *const RawTimer) -> bool {
 /// Asks the expiring thread to free the running timer once its callback
 /// returns (the handle was dropped inside it).
 pub(crate) fn free_after_callback() {
-    FREE_AFTER_CALLBACK.with(|f| f.set(true));
+    RUNNING.with(|r| r.set((r.get().0, true)));
 }
 
 /// Expires every timer of `base` due at or before `now`; returns how many
@@ -57,6 +64,7 @@ pub(crate) fn free_after_callback() {
 pub(crate) fn run_expired(base: &Base, now: u64) -> usize {
     let mut guard = base.lock();
     let mut n = 0;
+    let mut published = guard.wheel.clk();
     while let Some(TimerPtr(ptr)) = guard.wheel.poll(now) {
         // SAFETY: a timer the wheel holds is live (timer/raw.rs lifetime rules).
         let timer = unsafe { ptr.as_ref() };
@@ -66,7 +74,10 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> usize {
             .store(pack(expires_of(word), IDX_NONE), Release);
         guard.stats.fired += 1;
         base.running.store(ptr.as_ptr(), Release);
-        guard.publish_clk();
+        if guard.wheel.clk() != published {
+            published = guard.wheel.clk();
+            guard.publish_clk();
+        }
         drop(guard);
 
         let (panicked, free) = call_timer(ptr);
@@ -94,14 +105,12 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> usize {
 
 /// Calls the callback outside any lock. Returns (panicked, free it now).
 fn call_timer(ptr: NonNull<RawTimer>) -> (bool, bool) {
-    let outer = RUNNING.with(|r| r.replace(ptr.as_ptr()));
-    let outer_free = FREE_AFTER_CALLBACK.with(|f| f.replace(false));
+    let outer = RUNNING.with(|r| r.replace((ptr.as_ptr(), false)));
     // A borrowed handle: the callback may use it but must not drop it.
     let handle = ManuallyDrop::new(crate::Timer::from_raw(ptr));
     // SAFETY: the timer is live while its callback runs (its owner's Drop
     // waits for `running` to clear, or defers the free to us).
     let result = catch_unwind(AssertUnwindSafe(|| unsafe { RawTimer::call(ptr, &handle) }));
-    RUNNING.with(|r| r.set(outer));
-    let free = FREE_AFTER_CALLBACK.with(|f| f.replace(outer_free));
+    let (_, free) = RUNNING.with(|r| r.replace(outer));
     (result.is_err(), free)
 }

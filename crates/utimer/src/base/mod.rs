@@ -44,8 +44,9 @@ pub use stats::BaseStats;
 pub(crate) use stats::Counters;
 
 use crate::sync::{spin_hint, AtomicPtr, AtomicU64, SpinLock};
+use crate::system::Shared;
 use crate::timer::raw::RawTimer;
-use crate::timer::state::{base_of, is_pending, pack, IDX_NONE, MIGRATING};
+use crate::timer::state::{is_pending, pack, IDX_NONE, MIGRATING};
 use crate::wheel::{clamp_expiry, Key, Position, Wheel};
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
@@ -94,6 +95,8 @@ pub(crate) struct Base {
     inner: UnsafeCell<BaseInner>,
     /// This base's index in the system (`worker * 3 + kind`).
     pub(crate) index: u32,
+    /// The system this base belongs to (it lives inside it).
+    pub(crate) shared: *const Shared,
     /// Lock-free same-bucket hits (only counted when statistics are on),
     /// on its own cache line so counting does not slow down the lock.
     pub(crate) matched: Padded<AtomicU64>,
@@ -104,13 +107,13 @@ pub(crate) struct Base {
 pub(crate) struct Padded<T>(pub(crate) T);
 
 // SAFETY: `inner` is only accessed through a BaseGuard, i.e. with `lock` held;
-// everything else is atomic.
+// everything else is atomic or immutable (`shared` points to the Sync system).
 unsafe impl Sync for Base {}
 // SAFETY: as above; TimerPtr is Send.
 unsafe impl Send for Base {}
 
 impl Base {
-    pub(crate) fn new(index: u32, clk: u64) -> Self {
+    pub(crate) fn new(index: u32, clk: u64, shared: *const Shared) -> Self {
         Base {
             lock: SpinLock::new(),
             clk: AtomicU64::new(clk),
@@ -121,8 +124,17 @@ impl Base {
                 dead: false,
             }),
             index,
+            shared,
             matched: Padded(AtomicU64::new(0)),
         }
+    }
+
+    /// The system this base belongs to.
+    #[inline]
+    pub(crate) fn system(&self) -> &Shared {
+        // SAFETY: bases live inside their system's allocation, so the system
+        // outlives every reference to one of its bases.
+        unsafe { &*self.shared }
     }
 
     /// Takes the base lock.
@@ -166,9 +178,15 @@ impl Drop for BaseGuard<'_> {
 impl BaseGuard<'_> {
     /// Queues `timer` at `pos` (computed against this base's current clock)
     /// with expiry of record `expires`. The kernel's `enqueue_timer()`.
+    ///
+    /// `ptr` must be the allocation's own pointer (the handle's), not one
+    /// derived from a `&RawTimer`: expiry casts it to the whole `TimerCell`
+    /// to reach the callback, which needs the allocation's provenance.
     #[inline]
-    pub(crate) fn enqueue_timer(&mut self, timer: &RawTimer, pos: Position, expires: u64) {
-        let key = self.wheel.insert_at(pos, TimerPtr(NonNull::from(timer)));
+    pub(crate) fn enqueue_timer(&mut self, ptr: NonNull<RawTimer>, pos: Position, expires: u64) {
+        // SAFETY: the caller's handle keeps the timer alive.
+        let timer = unsafe { ptr.as_ref() };
+        let key = self.wheel.insert_at(pos, TimerPtr(ptr));
         // SAFETY: we hold the lock of the base the timer is on (this one).
         unsafe { timer.set_key(key.as_u32()) };
         timer.expires_idx.store(pack(expires, pos.idx), Release);
@@ -177,10 +195,10 @@ impl BaseGuard<'_> {
     /// Queues `timer` to expire at `expires` (clamped to the wheel's range).
     /// The kernel's `internal_add_timer()`.
     #[inline]
-    pub(crate) fn internal_add_timer(&mut self, timer: &RawTimer, expires: u64) {
+    pub(crate) fn internal_add_timer(&mut self, ptr: NonNull<RawTimer>, expires: u64) {
         let expires = clamp_expiry(expires, self.wheel.clk());
         let pos = self.wheel.position(expires);
-        self.enqueue_timer(timer, pos, expires);
+        self.enqueue_timer(ptr, pos, expires);
     }
 
     /// Removes `timer` from the wheel if it is queued; returns whether it
@@ -213,14 +231,13 @@ impl BaseGuard<'_> {
 /// kernel's `lock_timer_base()`.
 #[inline]
 pub(crate) fn lock_timer_base(timer: &RawTimer) -> BaseGuard<'_> {
-    let bases = &timer.system.bases;
     loop {
-        let state = timer.state.load(Acquire);
-        if state & MIGRATING == 0 {
-            let guard = bases[base_of(state)].lock();
-            // Still on that base? `state` only changes under the base lock
+        let word = timer.base.load(Acquire);
+        if word & MIGRATING == 0 {
+            let guard = timer.base_of(word).lock();
+            // Still on that base? `base` only changes under the base lock
             // (or between the two locks of a migration, with MIGRATING set).
-            if timer.state.load(Relaxed) == state {
+            if timer.base.load(Relaxed) == word {
                 return guard;
             }
         }

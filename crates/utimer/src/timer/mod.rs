@@ -103,7 +103,7 @@ impl Timer {
     /// system has been dropped.
     #[inline]
     pub fn add(&self, expires: u64) -> Result<(), TimerError> {
-        modify::modify(self.raw(), expires, Mode::Add(None)).map(|_| ())
+        modify::modify(self.raw, expires, Mode::Add(None)).map(|_| ())
     }
 
     /// Arms a timer that is not pending on `worker`'s base. The kernel's
@@ -112,11 +112,11 @@ impl Timer {
     /// # Errors
     /// As [`add`](Self::add), plus [`TimerError::NoSuchWorker`].
     pub fn add_on(&self, worker: usize, expires: u64) -> Result<(), TimerError> {
-        let workers = self.raw().system.workers;
+        let workers = self.raw().system().workers;
         if worker >= workers {
             return Err(TimerError::NoSuchWorker { worker, workers });
         }
-        modify::modify(self.raw(), expires, Mode::Add(Some(worker as u32))).map(|_| ())
+        modify::modify(self.raw, expires, Mode::Add(Some(worker as u32))).map(|_| ())
     }
 
     /// Arms or re-arms the timer to expire at tick `expires`; returns whether
@@ -131,7 +131,7 @@ impl Timer {
     /// [`TimerError::Shutdown`] if the timer's system has been dropped.
     #[inline]
     pub fn modify(&self, expires: u64) -> Result<bool, TimerError> {
-        modify::modify(self.raw(), expires, Mode::Modify)
+        modify::modify(self.raw, expires, Mode::Modify)
     }
 
     /// Re-arms the timer only if it is pending; returns whether it was. The
@@ -141,7 +141,7 @@ impl Timer {
     /// [`TimerError::Shutdown`] if the timer's system has been dropped.
     #[inline]
     pub fn modify_pending(&self, expires: u64) -> Result<bool, TimerError> {
-        modify::modify(self.raw(), expires, Mode::PendingOnly)
+        modify::modify(self.raw, expires, Mode::PendingOnly)
     }
 
     /// Arms the timer, or moves a pending timer's expiry *earlier* (never
@@ -151,7 +151,7 @@ impl Timer {
     /// [`TimerError::Shutdown`] if the timer's system has been dropped.
     #[inline]
     pub fn reduce(&self, expires: u64) -> Result<bool, TimerError> {
-        modify::modify(self.raw(), expires, Mode::Reduce)
+        modify::modify(self.raw, expires, Mode::Reduce)
     }
 
     /// Cancels the timer; returns whether it was pending. Its callback may
@@ -194,7 +194,7 @@ impl Timer {
     /// # Errors
     /// As [`add`](Self::add).
     pub fn add_after(&self, d: Duration) -> Result<(), TimerError> {
-        self.add(self.raw().system.ticks.deadline_after(d))
+        self.add(self.raw().system().ticks.deadline_after(d))
     }
 
     /// [`modify`](Self::modify) to `d` from now (rounded up: never early).
@@ -202,7 +202,7 @@ impl Timer {
     /// # Errors
     /// As [`modify`](Self::modify).
     pub fn modify_after(&self, d: Duration) -> Result<bool, TimerError> {
-        self.modify(self.raw().system.ticks.deadline_after(d))
+        self.modify(self.raw().system().ticks.deadline_after(d))
     }
 
     /// [`modify`](Self::modify) to fire at or after `deadline`.
@@ -210,13 +210,13 @@ impl Timer {
     /// # Errors
     /// As [`modify`](Self::modify).
     pub fn modify_at(&self, deadline: Instant) -> Result<bool, TimerError> {
-        self.modify(self.raw().system.ticks.deadline_at(deadline))
+        self.modify(self.raw().system().ticks.deadline_at(deadline))
     }
 
     /// The flags the timer was created with.
     pub fn flags(&self) -> TimerFlags {
-        let state = self.raw().state.load(Acquire);
-        TimerFlags(state & (state::PINNED | state::DEFERRABLE))
+        let flags = self.raw().flags.load(Acquire);
+        TimerFlags(flags & (state::PINNED | state::DEFERRABLE))
     }
 }
 

@@ -49,8 +49,8 @@
 //! timer fires or moves after the load, the re-arm is ordered before that.
 //! A clock read from a stale base only makes the computed level coarser: the
 //! timer is never early, and at most one granule of that level late. The
-//! test `same_bucket_match_survives_concurrent_rearm` in `tests/` and the
-//! loom model `modify_vs_expire` exercise these interleavings.
+//! unit test `seed002_lockless_write_race` below replays the interleaving
+//! above step by step against both forms.
 //!
 //! # The slow path (base lock)
 //!
@@ -62,11 +62,12 @@
 //! `clk == base->clk` test.
 
 use super::raw::RawTimer;
-use super::state::{base_of, expires_of, idx_of, is_pending, BASE_MASK, MIGRATING};
-use crate::base::lock_timer_base;
+use super::state::{expires_of, idx_of, is_pending, MIGRATING};
+use crate::base::{lock_timer_base, Base};
 use crate::system::ModifyCheck;
 use crate::wheel::{bucket_expiry, calc_position, clamp_expiry, Position, DUE};
 use crate::TimerError;
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 /// What kind of arm this is (the kernel's `MOD_TIMER_*` options).
@@ -92,28 +93,35 @@ struct Hint {
 }
 
 /// Arms `timer` to expire at tick `expires`. Returns whether it was pending.
-pub(crate) fn modify(timer: &RawTimer, expires: u64, mode: Mode) -> Result<bool, TimerError> {
-    let sys = &*timer.system;
+/// `ptr` is the handle's pointer (see `BaseGuard::enqueue_timer`).
+pub(crate) fn modify(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result<bool, TimerError> {
+    // SAFETY: the caller's handle keeps the timer alive.
+    let timer = unsafe { ptr.as_ref() };
     let word = timer.expires_idx.load(Acquire);
     let mut hint = None;
     if is_pending(word) {
         let old = expires_of(word);
         match mode {
             Mode::Add(_) => return Err(TimerError::AlreadyPending),
-            Mode::Reduce if old <= expires => return Ok(true),
-            _ if old == expires => return Ok(true),
+            Mode::Modify | Mode::PendingOnly if old == expires => return Ok(true),
             _ => {}
         }
-        if sys.modify_check == ModifyCheck::SameBucket {
-            let base = &sys.bases[base_of(timer.state.load(Relaxed))];
+        let base = timer.base();
+        let sys = base.system();
+        if sys.modify_check == ModifyCheck::SameBucket || mode == Mode::Reduce {
             let clk = base.clk.load(Acquire);
             let expires = clamp_expiry(expires, clk);
             let pos = calc_position(expires, clk);
-            let same_tick = match bucket_expiry(old, idx_of(word)) {
-                Some(fires) => pos.idx != DUE && pos.expiry == fires,
-                None => pos.idx == DUE,
+            let fires = fires_at(word);
+            let done = match mode {
+                // Reduce: nothing to do unless the new expiry fires earlier.
+                Mode::Reduce => fires.is_none_or(|t| pos.idx != DUE && t <= pos.expiry),
+                _ => match fires {
+                    Some(t) => pos.idx != DUE && pos.expiry == t,
+                    None => pos.idx == DUE,
+                },
             };
-            if same_tick {
+            if done {
                 if sys.stats {
                     base.matched.0.fetch_add(1, Relaxed);
                 }
@@ -129,17 +137,19 @@ pub(crate) fn modify(timer: &RawTimer, expires: u64, mode: Mode) -> Result<bool,
     } else if mode == Mode::PendingOnly {
         return Ok(false);
     }
-    modify_locked(timer, expires, mode, hint)
+    modify_locked(ptr, expires, mode, hint)
 }
 
 fn modify_locked(
-    timer: &RawTimer,
+    ptr: NonNull<RawTimer>,
     expires: u64,
     mode: Mode,
     hint: Option<Hint>,
 ) -> Result<bool, TimerError> {
-    let sys = &*timer.system;
+    // SAFETY: the caller's handle keeps the timer alive.
+    let timer = unsafe { ptr.as_ref() };
     let mut guard = lock_timer_base(timer);
+    let sys = guard.base.system();
     if guard.dead {
         return Err(TimerError::Shutdown);
     }
@@ -148,44 +158,47 @@ fn modify_locked(
     match mode {
         Mode::PendingOnly if !was_pending => return Ok(false),
         Mode::Add(_) if was_pending => return Err(TimerError::AlreadyPending),
-        Mode::Reduce if was_pending && expires_of(word) <= expires => return Ok(true),
+        Mode::Reduce if was_pending => {
+            let clk = guard.wheel.clk();
+            let pos = calc_position(clamp_expiry(expires, clk), clk);
+            if fires_at(word).is_none_or(|t| pos.idx != DUE && t <= pos.expiry) {
+                return Ok(true);
+            }
+        }
         _ => {}
     }
     guard.detach_if_pending(timer);
 
-    let state = timer.state.load(Relaxed);
-    let target = match mode {
-        Mode::Add(Some(worker)) => sys.base_index(worker as usize, state),
-        _ => sys.base_index(sys.current_worker(), state),
+    let flags = timer.flags.load(Relaxed);
+    let worker = match mode {
+        Mode::Add(Some(worker)) => worker as usize,
+        _ => sys.current_worker(),
     };
-    let me = timer as *const RawTimer as *mut RawTimer;
-    if target != guard.base.index && guard.base.running.load(Relaxed) != me {
+    let target = &sys.bases[sys.base_index(worker, flags) as usize];
+    let me = ptr.as_ptr();
+    if !std::ptr::eq(target, guard.base) && guard.base.running.load(Relaxed) != me {
         // Move to the target base. Between the two locks the timer is on no
         // base; MIGRATING makes lock_timer_base() wait for it to arrive.
-        timer.state.store(state | MIGRATING, Release);
+        let from = guard.base as *const Base as usize;
+        timer.base.store(from | MIGRATING, Release);
         drop(guard);
-        guard = sys.bases[target as usize].lock();
-        timer
-            .state
-            .store((state & !(BASE_MASK | MIGRATING)) | target, Release);
+        guard = target.lock();
+        timer.base.store(target as *const Base as usize, Release);
         guard.stats.migrated += 1;
         if guard.dead {
             return Err(TimerError::Shutdown);
         }
     }
-    debug_assert_eq!(
-        base_of(timer.state.load(Relaxed)),
-        guard.base.index as usize
-    );
+    debug_assert!(std::ptr::eq(timer.base(), guard.base));
 
     let mut recalc = false;
     match hint {
         Some(h) if h.base == guard.base.index && h.clk == guard.wheel.clk() => {
-            guard.enqueue_timer(timer, h.pos, h.expires);
+            guard.enqueue_timer(ptr, h.pos, h.expires);
         }
         _ => {
             recalc = hint.is_some();
-            guard.internal_add_timer(timer, expires);
+            guard.internal_add_timer(ptr, expires);
         }
     }
     if !was_pending {
@@ -196,6 +209,12 @@ fn modify_locked(
         guard.stats.requeued += 1;
     }
     Ok(was_pending)
+}
+
+/// The tick a pending timer's bucket fires at (`None`: already due).
+#[inline]
+fn fires_at(word: u64) -> Option<u64> {
+    bucket_expiry(expires_of(word), idx_of(word))
 }
 
 /// Removes `timer` from its base if pending. The kernel's `timer_delete()`.
@@ -209,4 +228,64 @@ pub(crate) fn delete(timer: &RawTimer) -> bool {
         guard.stats.deleted += 1;
     }
     was_pending
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::timer::state::pack;
+    use crate::{Clock, TimerFlags, TimerSystem};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// Replays the interleaving in the module docs, deterministically:
+    /// A makes the lock-free same-bucket check, B re-arms the timer far away
+    /// under the lock, then A finishes. With seed 002's form A stores its
+    /// expiry without the lock; with utimer's form A stores nothing. Then the
+    /// owner asks for the timer to fire by tick 2000 (`reduce`).
+    fn replay(seed002_form: bool) -> bool {
+        let clock = Clock::manual();
+        let sys = TimerSystem::builder()
+            .workers(1)
+            .clock(clock.clone())
+            .build();
+        let fired = Arc::new(AtomicBool::new(false));
+        let f = fired.clone();
+        let t = sys.timer(TimerFlags::empty(), move |_| {
+            f.store(true, Ordering::Relaxed)
+        });
+        t.modify(1000).unwrap(); // level 2: fires at 1024
+        let raw = t.raw();
+
+        // A: lock-free reads; 1010 lands in the same bucket.
+        let word = raw.expires_idx.load(Acquire);
+        let clk = raw.base().clk.load(Acquire);
+        let pos = calc_position(1010, clk);
+        assert_eq!(Some(pos.expiry), fires_at(word), "A sees a match");
+
+        // B: re-arms far away, under the lock.
+        assert!(t.modify(20_000).unwrap());
+
+        // A: seed 002 stores the new expiry without the lock.
+        if seed002_form {
+            let now = raw.expires_idx.load(Relaxed);
+            raw.expires_idx.store(pack(1010, idx_of(now)), Relaxed);
+        }
+
+        // Owner: fire no later than tick 2000.
+        assert!(t.reduce(2000).unwrap());
+        clock.set(2000 + 64);
+        sys.run_expired(0, sys.now()).unwrap();
+        fired.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn seed002_lockless_write_race() {
+        // utimer's form: reduce() moves the timer to 2000's bucket; it fires.
+        assert!(replay(false));
+        // Seed 002's form: the stale record (1010) makes reduce() believe the
+        // timer already fires before 2000, so it stays in 20,000's bucket
+        // and fires ~18,000 ticks late.
+        assert!(!replay(true));
+    }
 }

@@ -4,12 +4,17 @@
 //! [`RawTimer`] followed by the user's callback `F`. Bases hold thin
 //! `NonNull<RawTimer>` pointers; the header's `vtable` knows how to call and
 //! free the concrete `F` (the kernel gets the same effect with
-//! `container_of()` in each callback).
+//! `container_of()` in each callback). Such pointers are always the
+//! allocation's own (from `Box::leak`), never re-derived from a
+//! `&RawTimer`, so casting them back to the whole cell is sound.
 //!
 //! # Lifetime rules
 //!
 //! * The allocation is owned by exactly one [`Timer`](crate::Timer) handle.
-//! * A base holds a pointer to it only while it is queued (in a wheel
+//! * The timer owns one strong count of its system (`Arc<Shared>`), so the
+//!   base its `base` word points to outlives it. The count is taken in
+//!   [`RawTimer::alloc`] and given back in [`RawTimer::free`].
+//! * A base holds a pointer to the timer only while it is queued (in a wheel
 //!   bucket or the due list) or while its callback runs (`running`).
 //! * Dropping the handle detaches the timer under its base lock and waits
 //!   until no callback runs, so after that no base can reach the memory and
@@ -17,11 +22,13 @@
 //!   itself: it marks the timer and the expiring thread frees it once the
 //!   callback returns.
 
-use super::state::{pack, IDX_NONE};
-use crate::sync::{AtomicU32, AtomicU64};
+use super::state::{pack, IDX_NONE, MIGRATING};
+use crate::base::Base;
+use crate::sync::{AtomicU32, AtomicU64, AtomicUsize};
 use crate::system::Shared;
 use std::cell::UnsafeCell;
 use std::ptr::NonNull;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 /// The type-erased timer header. 32 bytes on 64-bit targets.
@@ -30,14 +37,15 @@ pub(crate) struct RawTimer {
     /// `(expires << 10) | bucket`; see `state.rs`. Written under the base
     /// lock, read anywhere.
     pub(crate) expires_idx: AtomicU64,
-    /// Base index and flags; see `state.rs`. Written under the base lock.
-    pub(crate) state: AtomicU32,
+    /// `*const Base | MIGRATING`; see `state.rs`. Written under the base
+    /// lock, read anywhere.
+    pub(crate) base: AtomicUsize,
+    /// `PINNED`, `DEFERRABLE`, `SHUTDOWN`; see `state.rs`.
+    pub(crate) flags: AtomicU32,
     /// The timer's key in its base's wheel. Protected by the base lock;
     /// meaningful only while pending.
     key: UnsafeCell<u32>,
     vtable: &'static VTable,
-    /// The system the timer belongs to (keeps its bases alive).
-    pub(crate) system: Arc<Shared>,
 }
 
 struct VTable {
@@ -58,20 +66,22 @@ unsafe impl Sync for RawTimer {}
 unsafe impl Send for RawTimer {}
 
 unsafe fn call_cell<F: Fn(&crate::Timer)>(raw: NonNull<RawTimer>, timer: &crate::Timer) {
-    // SAFETY: `raw` points to the header of a live TimerCell<F> (vtable of F).
+    // SAFETY: `raw` is the allocation pointer of a live TimerCell<F> (this
+    // vtable belongs to F).
     let cell = unsafe { raw.cast::<TimerCell<F>>().as_ref() };
     (cell.f)(timer)
 }
 
 unsafe fn free_cell<F>(raw: NonNull<RawTimer>) {
-    // SAFETY: `raw` came from Box::into_raw of a TimerCell<F>, and the caller
+    // SAFETY: `raw` came from Box::leak of a TimerCell<F>, and the caller
     // guarantees no other reference to it remains.
     drop(unsafe { Box::from_raw(raw.cast::<TimerCell<F>>().as_ptr()) });
 }
 
 impl RawTimer {
-    /// Allocates a timer with callback `f`, not pending, homed on `base`.
-    pub(crate) fn alloc<F>(system: Arc<Shared>, state: u32, f: F) -> NonNull<RawTimer>
+    /// Allocates a timer with callback `f`, not pending, homed on `base` (a
+    /// base of `system`).
+    pub(crate) fn alloc<F>(system: &Arc<Shared>, base: &Base, flags: u32, f: F) -> NonNull<RawTimer>
     where
         F: Fn(&crate::Timer) + Send + Sync + 'static,
     {
@@ -84,17 +94,43 @@ impl RawTimer {
                 free: free_cell::<F>,
             };
         }
+        debug_assert!(std::ptr::eq(base.shared, Arc::as_ptr(system)));
+        // The timer's strong count, given back in `free`.
+        let _ = Arc::into_raw(system.clone());
         let cell = Box::new(TimerCell {
             raw: RawTimer {
                 expires_idx: AtomicU64::new(pack(0, IDX_NONE)),
-                state: AtomicU32::new(state),
+                base: AtomicUsize::new(base as *const Base as usize),
+                flags: AtomicU32::new(flags),
                 key: UnsafeCell::new(0),
                 vtable: &<F as HasVTable>::VTABLE,
-                system,
             },
             f,
         });
         NonNull::from(Box::leak(cell)).cast()
+    }
+
+    /// The base named by a `base` word (the `MIGRATING` tag ignored).
+    #[inline]
+    pub(crate) fn base_of(&self, word: usize) -> &Base {
+        // SAFETY: a `base` word always holds the address of one of the
+        // system's bases, which live as long as the system, and the timer
+        // holds a strong count of its system (lifetime rules above).
+        unsafe { &*((word & !MIGRATING) as *const Base) }
+    }
+
+    /// The base the timer is on (or, while migrating, was on).
+    #[inline]
+    pub(crate) fn base(&self) -> &Base {
+        self.base_of(self.base.load(Relaxed))
+    }
+
+    /// The system the timer belongs to.
+    #[inline]
+    pub(crate) fn system(&self) -> &Shared {
+        // SAFETY: `base.shared` points to the system owning that base, which
+        // the timer keeps alive.
+        unsafe { &*self.base().shared }
     }
 
     /// Runs the callback.
@@ -107,14 +143,19 @@ impl RawTimer {
         unsafe { (raw.as_ref().vtable.call)(raw, timer) }
     }
 
-    /// Frees the allocation.
+    /// Frees the allocation and gives back the timer's count of its system.
     ///
     /// # Safety
     /// `raw` must be live, detached from every base, not running, and never
     /// used again.
     pub(crate) unsafe fn free(raw: NonNull<RawTimer>) {
+        // SAFETY: the caller guarantees `raw` is live.
+        let system = unsafe { raw.as_ref() }.base().shared;
         // SAFETY: forwarded from the caller.
-        unsafe { (raw.as_ref().vtable.free)(raw) }
+        unsafe { (raw.as_ref().vtable.free)(raw) };
+        // SAFETY: `alloc` leaked one strong count of this Arc for the timer;
+        // nothing of the timer refers to the system any more.
+        unsafe { Arc::decrement_strong_count(system) };
     }
 
     /// The wheel key.

@@ -15,19 +15,17 @@
 //! `timer/modify.rs`). The kernel keeps `expires` in `timer_list` and the
 //! bucket in `flags`, and reads them with two loads.
 //!
-//! **`state`** holds the base the timer belongs to and its flags, like the
-//! kernel's `timer->flags` (`TIMER_CPUMASK`, `TIMER_MIGRATING`, ...):
+//! **`base`** is the address of the base the timer belongs to, like the
+//! CPU number in the kernel's `timer->flags`. Bases are 128-byte aligned, so
+//! bit 0 is free for [`MIGRATING`]: set while the timer moves between two
+//! bases, when it is on neither.
 //!
-//! ```text
-//!  31      24  23        22         21       20      19                0
-//! +----------+----------+----------+--------+-------+-------------------+
-//! | reserved | SHUTDOWN |DEFERRABLE| PINNED |MIGRAT.|  base index (20)  |
-//! +----------+----------+----------+--------+-------+-------------------+
-//! ```
+//! **`flags`** holds [`PINNED`] and [`DEFERRABLE`] (fixed at creation) and
+//! [`SHUTDOWN`].
 //!
-//! Both words are written only under the lock of the base named in `state`
-//! (and `MIGRATING` is set and cleared only while moving between two bases,
-//! holding the old, then the new base's lock).
+//! `expires_idx` and `base` are written only under the lock of the base
+//! named in `base` (and `MIGRATING` is set and cleared only while moving
+//! between two bases, holding the old, then the new base's lock).
 
 use crate::wheel::{MAX_DELTA, MAX_TICK};
 
@@ -60,25 +58,16 @@ pub(crate) fn is_pending(word: u64) -> bool {
     word & IDX_MASK != IDX_MASK
 }
 
-/// Base index field of `state`.
-pub(crate) const BASE_MASK: u32 = (1 << 20) - 1;
-/// The timer is between two bases; wait for it to arrive.
-pub(crate) const MIGRATING: u32 = 1 << 20;
+/// Tag bit of the `base` word: the timer is between two bases; wait for it
+/// to arrive.
+pub(crate) const MIGRATING: usize = 1;
 /// See [`TimerFlags::PINNED`](crate::TimerFlags::PINNED).
-pub(crate) const PINNED: u32 = 1 << 21;
+pub(crate) const PINNED: u32 = 1 << 0;
 /// See [`TimerFlags::DEFERRABLE`](crate::TimerFlags::DEFERRABLE).
-pub(crate) const DEFERRABLE: u32 = 1 << 22;
+pub(crate) const DEFERRABLE: u32 = 1 << 1;
 /// Reserved for `shutdown` (timer_shutdown): later arms are refused.
 #[allow(dead_code)]
-pub(crate) const SHUTDOWN: u32 = 1 << 23;
-
-/// The largest number of bases (three per worker).
-pub(crate) const MAX_BASES: usize = BASE_MASK as usize + 1;
-
-#[inline]
-pub(crate) fn base_of(state: u32) -> usize {
-    (state & BASE_MASK) as usize
-}
+pub(crate) const SHUTDOWN: u32 = 1 << 2;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,137 @@
+//! Bad input gets a clear error or a documented result: no panic, no
+//! overflow, nothing lost.
+
+#![cfg(not(loom))]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use utimer::wheel::MAX_DELTA;
+use utimer::{Clock, TimerError, TimerFlags, TimerSystem};
+
+fn manual(workers: usize) -> (TimerSystem, Clock) {
+    let clock = Clock::manual();
+    (
+        TimerSystem::builder()
+            .workers(workers)
+            .clock(clock.clone())
+            .build(),
+        clock,
+    )
+}
+
+fn counter() -> (
+    Arc<AtomicU64>,
+    impl Fn(&utimer::Timer) + Send + Sync + 'static,
+) {
+    let n = Arc::new(AtomicU64::new(0));
+    let m = n.clone();
+    (n, move |_: &utimer::Timer| {
+        m.fetch_add(1, Ordering::Relaxed);
+    })
+}
+
+#[test]
+fn past_expiry_fires_at_the_next_run() {
+    let (sys, clock) = manual(1);
+    clock.set(1000);
+    sys.run_expired(0, 1000).unwrap();
+    let (n, f) = counter();
+    let t = sys.timer(TimerFlags::empty(), f);
+    t.modify(3).unwrap();
+    // The same `now` as the last run: the past timer still fires.
+    assert_eq!(sys.run_expired(0, 1000).unwrap(), 1);
+    assert_eq!(n.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn huge_expiries_clamp_to_the_wheel_range() {
+    let (sys, clock) = manual(1);
+    let (n, f) = counter();
+    let t = sys.timer(TimerFlags::empty(), f);
+    t.modify(u64::MAX).unwrap();
+    assert_eq!(t.expires(), MAX_DELTA);
+    let fires = t.fires_at().unwrap();
+    assert!(fires >= MAX_DELTA);
+    assert_eq!(sys.run_expired(0, fires - 1).unwrap(), 0);
+    clock.set(fires);
+    assert_eq!(sys.run_expired(0, u64::MAX).unwrap(), 1);
+    assert_eq!(n.load(Ordering::Relaxed), 1);
+
+    t.modify_after(Duration::MAX).unwrap();
+    assert!(t.is_pending());
+    assert!(t.reduce(u64::MAX).unwrap());
+    let sys2 = TimerSystem::new(1);
+    let t2 = sys2.timer(TimerFlags::empty(), |_| {});
+    t2.modify_after(Duration::MAX).unwrap();
+    t2.modify_at(std::time::Instant::now() + Duration::from_secs(1 << 40))
+        .unwrap();
+    assert!(t2.delete());
+}
+
+#[test]
+fn timer_outliving_its_system_is_inert() {
+    let (sys, _clock) = manual(2);
+    let (n, f) = counter();
+    let t = sys.timer(TimerFlags::empty(), f);
+    t.modify(10).unwrap();
+    drop(sys);
+    assert!(!t.is_pending(), "pending timers are cancelled at shutdown");
+    assert_eq!(t.modify(20), Err(TimerError::Shutdown));
+    assert_eq!(t.add(20), Err(TimerError::Shutdown));
+    assert_eq!(t.add_on(1, 20), Err(TimerError::Shutdown));
+    assert!(!t.delete());
+    assert_eq!(n.load(Ordering::Relaxed), 0);
+    drop(t);
+}
+
+#[test]
+fn errors_for_misuse() {
+    let (sys, _clock) = manual(2);
+    let t = sys.timer(TimerFlags::empty(), |_| {});
+    assert_eq!(
+        t.add_on(2, 5),
+        Err(TimerError::NoSuchWorker {
+            worker: 2,
+            workers: 2
+        })
+    );
+    t.add(5).unwrap();
+    assert_eq!(t.add(6), Err(TimerError::AlreadyPending));
+    assert_eq!(t.expires(), 5, "a refused add changes nothing");
+    assert!(sys.enter(7).is_err());
+    assert!(sys.run_expired(2, 0).is_err());
+    assert!(sys.next_expiry(9).is_err());
+    assert!(sys.base_stats(9, utimer::BaseKind::Local).is_err());
+    assert_eq!(
+        TimerError::NoSuchWorker {
+            worker: 2,
+            workers: 2
+        }
+        .to_string(),
+        "no worker 2: the system has 2 workers"
+    );
+}
+
+#[test]
+fn panicking_callback_does_not_poison_the_base() {
+    let (sys, clock) = manual(1);
+    let bad = sys.timer(TimerFlags::empty(), |_| {
+        panic!("callback failure (expected by this test)")
+    });
+    let (n, f) = counter();
+    let good = sys.timer(TimerFlags::empty(), f);
+    bad.modify(5).unwrap();
+    good.modify(5).unwrap();
+    clock.set(5);
+    assert_eq!(sys.run_expired(0, 5).unwrap(), 2);
+    assert_eq!(n.load(Ordering::Relaxed), 1);
+    let s = sys.stats();
+    assert_eq!((s.panicked, s.fired), (1, 2));
+    // The base still works.
+    bad.modify(9).unwrap();
+    good.modify(9).unwrap();
+    clock.set(9);
+    assert_eq!(sys.run_expired(0, 9).unwrap(), 2);
+    assert_eq!(sys.stats().panicked, 2);
+}

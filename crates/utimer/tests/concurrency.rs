@@ -1,0 +1,154 @@
+//! Several threads arming, modifying and deleting shared timers while
+//! another expires them: no timer is lost or run twice, and the counters
+//! balance (armed = fired + deleted + pending).
+
+#![cfg(not(loom))]
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use utimer::{Clock, Timer, TimerFlags, TimerSystem};
+
+const TIMERS: usize = 64;
+const WORKERS: usize = 4;
+const OPS_PER_THREAD: u64 = 100_000;
+
+fn xorshift(s: &mut u64) -> u64 {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    *s
+}
+
+#[test]
+fn shared_timers_under_concurrent_arm_modify_delete_and_expiry() {
+    let clock = Clock::manual();
+    let sys = Arc::new(
+        TimerSystem::builder()
+            .workers(WORKERS)
+            .clock(clock.clone())
+            .stats(true)
+            .build(),
+    );
+    let rearm = Arc::new(AtomicBool::new(true));
+    let counts: Arc<Vec<AtomicU64>> = Arc::new((0..TIMERS).map(|_| AtomicU64::new(0)).collect());
+    let timers: Arc<Vec<Timer>> = Arc::new(
+        (0..TIMERS)
+            .map(|i| {
+                let (counts, rearm) = (counts.clone(), rearm.clone());
+                let flags = if i % 4 == 0 {
+                    TimerFlags::PINNED
+                } else {
+                    TimerFlags::empty()
+                };
+                sys.timer(flags, move |t| {
+                    counts[i].fetch_add(1, Ordering::Relaxed);
+                    // Some timers re-arm themselves from the callback.
+                    if i % 5 == 0 && rearm.load(Ordering::Relaxed) {
+                        let _ = t.modify(t.expires() + 7);
+                    }
+                })
+            })
+            .collect(),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+
+    let expirer = {
+        let (sys, clock, stop) = (sys.clone(), clock.clone(), stop.clone());
+        thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let now = clock.advance(1);
+                for w in 0..WORKERS {
+                    sys.run_expired(w, now).unwrap();
+                }
+            }
+        })
+    };
+    let mutators: Vec<_> = (0..3u64)
+        .map(|id| {
+            let (sys, timers) = (sys.clone(), timers.clone());
+            thread::spawn(move || {
+                // Thread 0 and 1 are workers; thread 2 arms from outside.
+                let _g = (id < 2).then(|| sys.enter(id as usize).unwrap());
+                let mut seed = 0x9E37_79B9_7F4A_7C15 ^ (id + 1);
+                for _ in 0..OPS_PER_THREAD {
+                    let r = xorshift(&mut seed);
+                    let t = &timers[(r % TIMERS as u64) as usize];
+                    let e = sys.now() + (r >> 8) % 300;
+                    match (r >> 20) % 6 {
+                        0 | 1 => drop(t.modify(e)),
+                        2 => drop(t.modify_pending(e)),
+                        3 => drop(t.reduce(e)),
+                        4 => drop(t.add(e)),
+                        _ => drop(t.delete()),
+                    }
+                }
+            })
+        })
+        .collect();
+    for m in mutators {
+        m.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    expirer.join().unwrap();
+
+    // Stop the self-re-arming timers, then check the books.
+    rearm.store(false, Ordering::Relaxed);
+    for t in timers.iter() {
+        t.delete();
+    }
+    let s = sys.stats();
+    let callbacks: u64 = counts.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+    assert_eq!(s.fired, callbacks);
+    assert_eq!(s.pending, 0);
+    assert_eq!(s.armed, s.fired + s.deleted + s.pending, "{s:?}");
+    assert!(s.fired > 0 && s.deleted > 0 && s.migrated > 0, "{s:?}");
+
+    // No timer was lost: every one can still be armed and fires exactly once.
+    let before: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    let now = sys.now();
+    for t in timers.iter() {
+        t.modify(now + 3).unwrap();
+    }
+    let later = clock.advance(10);
+    for w in 0..WORKERS {
+        sys.run_expired(w, later).unwrap();
+    }
+    for t in timers.iter() {
+        t.delete();
+    }
+    for (i, c) in counts.iter().enumerate() {
+        assert_eq!(c.load(Ordering::Relaxed), before[i] + 1, "timer {i}");
+    }
+}
+
+#[test]
+fn two_workers_each_on_their_own_base() {
+    let clock = Clock::manual();
+    let sys = Arc::new(
+        TimerSystem::builder()
+            .workers(2)
+            .clock(clock.clone())
+            .build(),
+    );
+    let handles: Vec<_> = (0..2)
+        .map(|w| {
+            let sys = sys.clone();
+            thread::spawn(move || {
+                let _g = sys.enter(w).unwrap();
+                let t = sys.timer(TimerFlags::empty(), |_| {});
+                for i in 0..50_000 {
+                    t.modify(100 + i % 500).unwrap();
+                    assert!(t.delete());
+                }
+                let s = sys.base_stats(w, utimer::BaseKind::Global).unwrap();
+                // Everything happened on this worker's own base.
+                assert_eq!(s.armed, 50_000);
+                assert_eq!(s.migrated, 0);
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}

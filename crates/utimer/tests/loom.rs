@@ -1,0 +1,132 @@
+//! Loom models of the cross-thread timer protocols.
+//!
+//! Run with `ci/loom.sh` (`RUSTFLAGS="--cfg loom" cargo test --release
+//! --test loom`). Under `cfg(loom)` every atomic and the base spinlock come
+//! from loom (see `src/sync`), so these models explore the interleavings of
+//! the real `modify`, `delete`, `lock_timer_base`, migration, expiry and
+//! `Drop` code, not of a copy.
+
+#![cfg(loom)]
+
+use loom::sync::atomic::{AtomicBool, AtomicUsize};
+use loom::thread;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::Arc;
+use utimer::{Clock, TimerFlags, TimerSystem};
+
+/// One helper runs every model, bounded so that it finishes in CI.
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(f);
+}
+
+fn system(workers: usize) -> (Arc<TimerSystem>, Clock) {
+    let clock = Clock::manual();
+    (
+        Arc::new(
+            TimerSystem::builder()
+                .workers(workers)
+                .clock(clock.clone())
+                .build(),
+        ),
+        clock,
+    )
+}
+
+/// A lock-free same-bucket re-arm racing with the expiry of that bucket:
+/// the timer fires exactly once per arming, and the books balance.
+#[test]
+fn modify_vs_expire() {
+    model(|| {
+        let (sys, clock) = system(1);
+        let fired = Arc::new(AtomicUsize::new(0));
+        let f = fired.clone();
+        let t = Arc::new(sys.timer(TimerFlags::empty(), move |_| {
+            f.fetch_add(1, SeqCst);
+        }));
+        t.modify(100).unwrap(); // level 1: fires at 104
+        clock.set(104);
+        let expirer = {
+            let sys = sys.clone();
+            thread::spawn(move || sys.run_expired(0, 104).unwrap())
+        };
+        let was_pending = t.modify(101).unwrap(); // same bucket, or re-arm after firing
+        expirer.join().unwrap();
+        let fired = fired.load(SeqCst);
+        let pending = t.is_pending() as usize;
+        if was_pending {
+            assert_eq!(
+                fired + pending,
+                1,
+                "re-armed while pending: one firing in all"
+            );
+        } else {
+            assert_eq!((fired, pending), (1, 1), "fired first, then armed again");
+        }
+        let s = sys.stats();
+        assert_eq!(s.armed, s.fired + s.deleted + s.pending);
+    });
+}
+
+/// A timer migrating to another worker's base while another thread deletes
+/// it: lock_timer_base() follows it (MIGRATING), nothing is lost or
+/// double-queued.
+#[test]
+fn migrate_vs_delete() {
+    model(|| {
+        let (sys, _clock) = system(2);
+        let t = {
+            let _g = sys.enter(0).unwrap();
+            let t = Arc::new(sys.timer(TimerFlags::empty(), |_| {}));
+            t.modify(50).unwrap();
+            t
+        };
+        let mover = {
+            let (sys, t) = (sys.clone(), t.clone());
+            thread::spawn(move || {
+                let _g = sys.enter(1).unwrap();
+                t.modify(60).unwrap()
+            })
+        };
+        let deleted = t.delete();
+        let moved_was_pending = mover.join().unwrap();
+        // Either delete came first (the move re-armed it), or the move did.
+        assert!(deleted || moved_was_pending);
+        assert_eq!(t.is_pending(), !deleted || !moved_was_pending);
+        let s = sys.stats();
+        assert_eq!(s.pending, t.is_pending() as u64);
+        assert_eq!(s.armed, s.fired + s.deleted + s.pending);
+    });
+}
+
+/// Dropping a timer while its callback runs on another thread: drop returns
+/// only after the callback has finished, and the callback never starts
+/// after drop returned.
+#[test]
+fn drop_waits_for_callback() {
+    model(|| {
+        let (sys, clock) = system(1);
+        let in_callback = Arc::new(AtomicBool::new(false));
+        let dropped = Arc::new(AtomicBool::new(false));
+        let (i, d) = (in_callback.clone(), dropped.clone());
+        let t = sys.timer(TimerFlags::empty(), move |_| {
+            assert!(!d.load(SeqCst), "callback started after drop returned");
+            i.store(true, SeqCst);
+            i.store(false, SeqCst);
+        });
+        t.modify(1).unwrap();
+        clock.set(1);
+        let expirer = {
+            let sys = sys.clone();
+            thread::spawn(move || sys.run_expired(0, 1).unwrap())
+        };
+        drop(t);
+        assert!(
+            !in_callback.load(SeqCst),
+            "drop returned while the callback ran"
+        );
+        dropped.store(true, SeqCst);
+        expirer.join().unwrap();
+    });
+}
