@@ -7,6 +7,8 @@
 //! * **arm_cancel / empty** — arm one timer to now+100 ticks and cancel it,
 //!   on an otherwise empty queue. The dominant pattern for timeouts (most
 //!   are cancelled long before they fire); 100 ticks lands on wheel level 1.
+//!   utimer runs on the calling thread's own worker: default timers go to
+//!   its global base, `utimer (pinned)` timers to its local base.
 //! * **rearm / same_bucket** — a pending timer at ~now+3000 ticks (level 2,
 //!   64-tick buckets) re-armed alternately to `e + 1` and `e`, both in its
 //!   current bucket: the case seed 002's lock-free same-bucket check exists
@@ -41,7 +43,7 @@ use super::peers::heap::HeapPeer;
 use super::peers::posix::PosixPeer;
 use super::peers::timerfd::TimerFdPeer;
 use super::peers::tokio_sleep::TokioSleepPeer;
-use super::peers::utimer::UtimerPeer;
+use super::peers::utimer::{PinnedUtimerPeer, UtimerPeer};
 use super::peers::wheel::WheelPeer;
 use super::peers::TimerPeer;
 use super::{time, Contender, Record, Runner, Sample, Schedule, XorShift};
@@ -306,7 +308,9 @@ pub fn run_all(r: &mut Runner) {
         );
     }
     r.case("arm_cancel", "empty", Schedule::Interleaved, || {
-        all_peers!(arm_cancel(0))
+        let mut rows = all_peers!(arm_cancel(0));
+        rows.insert(1, arm_cancel::<PinnedUtimerPeer>(0));
+        rows
     });
 
     if r.wants_group("rearm", &["same_bucket", "new_bucket"]) {

@@ -1,5 +1,5 @@
 //! utimer's `TimerSystem` as a benchmark peer: one worker, the calling
-//! thread entered on it, timers created once (`sys.timer`) and then armed
+//! thread entered on it (so every timer goes to that worker's own bases), timers created once (`sys.timer`) and then armed
 //! with `add`, re-armed with `modify`, cancelled with `delete`, as kernel
 //! code does with `timer_setup` / `mod_timer` / `timer_delete`.
 //!
@@ -15,12 +15,20 @@ use std::sync::Arc;
 use super::START_TICK;
 use utimer::{Clock, ModifyCheck, Timer, TimerFlags, TimerSystem};
 
-pub struct UtimerPeer {
+/// The peer; `PINNED` creates `TimerFlags::PINNED` timers, which live in
+/// the worker's *local* base (the kernel's `BASE_LOCAL`) instead of its
+/// global base. Both are the calling worker's own bases.
+pub struct UtimerPeerT<const PINNED: bool> {
     pub sys: Arc<TimerSystem>,
     pub clock: Clock,
 }
 
-impl UtimerPeer {
+/// The default: timers with no flags (the worker's global base).
+pub type UtimerPeer = UtimerPeerT<false>;
+/// Pinned timers (the worker's local base).
+pub type PinnedUtimerPeer = UtimerPeerT<true>;
+
+impl<const PINNED: bool> UtimerPeerT<PINNED> {
     /// A system with `workers` workers on a manual clock at [`START_TICK`].
     pub fn with(workers: usize, check: ModifyCheck, stats: bool) -> Self {
         let clock = Clock::manual();
@@ -31,7 +39,7 @@ impl UtimerPeer {
             .modify_check(check)
             .stats(stats)
             .build();
-        UtimerPeer {
+        UtimerPeerT {
             sys: Arc::new(sys),
             clock,
         }
@@ -43,9 +51,9 @@ pub fn empty_timer(sys: &TimerSystem) -> Timer {
     sys.timer(TimerFlags::empty(), |_t: &Timer| {})
 }
 
-impl super::TimerPeer for UtimerPeer {
+impl<const PINNED: bool> super::TimerPeer for UtimerPeerT<PINNED> {
     type Handle = Timer;
-    const NAME: &'static str = "utimer";
+    const NAME: &'static str = if PINNED { "utimer (pinned)" } else { "utimer" };
 
     fn new() -> Result<Self, String> {
         Ok(Self::with(1, ModifyCheck::SameBucket, false))
@@ -62,7 +70,11 @@ impl super::TimerPeer for UtimerPeer {
     }
 
     fn handle(&mut self) -> Result<Timer, String> {
-        Ok(empty_timer(&self.sys))
+        if PINNED {
+            Ok(self.sys.timer(TimerFlags::PINNED, |_t: &Timer| {}))
+        } else {
+            Ok(empty_timer(&self.sys))
+        }
     }
 
     #[inline]
