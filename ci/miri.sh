@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The unsafe core under Miri: timer allocation and freeing, the base lock
-# guard, callbacks (including a handle dropped inside its own callback),
-# shutdown, and the wheel. Installs a nightly toolchain with Miri if needed.
+# guard and lock_timer_base, migration, callbacks (including a handle dropped
+# inside its own callback) and shutdown. The wheel has no unsafe code and is
+# tested natively. Installs a nightly toolchain with Miri if needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^miri'; then
@@ -11,4 +12,5 @@ cargo +nightly miri setup
 # Isolation off: the monotonic clock is read through libc. Few proptest cases:
 # Miri is ~1000x slower than native code.
 MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}" PROPTEST_CASES=4 CARGO_TARGET_DIR=target/miri \
-  cargo +nightly miri test -p utimer --lib --test callbacks --test bad_input
+  cargo +nightly miri test -p utimer --lib --test callbacks --test bad_input --test model \
+  -- timer:: base:: clock:: callback rearm drop delete past huge outliving misuse panicking timers_match_model

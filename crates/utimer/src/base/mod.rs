@@ -233,7 +233,7 @@ impl BaseGuard<'_> {
 pub(crate) fn lock_timer_base(timer: &RawTimer) -> BaseGuard<'_> {
     loop {
         let word = timer.base.load(Acquire);
-        if word & MIGRATING == 0 {
+        if word.addr() & MIGRATING == 0 {
             let guard = timer.base_of(word).lock();
             // Still on that base? `base` only changes under the base lock
             // (or between the two locks of a migration, with MIGRATING set).

@@ -12,12 +12,12 @@ mod spinlock;
 pub(crate) use spinlock::SpinLock;
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64};
 #[cfg(not(loom))]
 pub(crate) use std::thread::yield_now;
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64};
 #[cfg(loom)]
 pub(crate) use loom::thread::yield_now;
 

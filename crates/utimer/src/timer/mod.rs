@@ -107,7 +107,9 @@ impl Timer {
     }
 
     /// Arms a timer that is not pending on `worker`'s base. The kernel's
-    /// `add_timer_on()`.
+    /// `add_timer_on()`. If the timer's callback is running right now, the
+    /// timer stays on the base running it (so that the callback never runs
+    /// on two workers at once) and moves on its next arming.
     ///
     /// # Errors
     /// As [`add`](Self::add), plus [`TimerError::NoSuchWorker`].

@@ -179,13 +179,20 @@ fn modify_locked(
     if !std::ptr::eq(target, guard.base) && guard.base.running.load(Relaxed) != me {
         // Move to the target base. Between the two locks the timer is on no
         // base; MIGRATING makes lock_timer_base() wait for it to arrive.
-        let from = guard.base as *const Base as usize;
-        timer.base.store(from | MIGRATING, Release);
+        let from = guard.base as *const Base as *mut Base;
+        timer.base.store(from.map_addr(|a| a | MIGRATING), Release);
         drop(guard);
         guard = target.lock();
-        timer.base.store(target as *const Base as usize, Release);
+        timer
+            .base
+            .store(target as *const Base as *mut Base, Release);
         guard.stats.migrated += 1;
         if guard.dead {
+            // The system shut down meanwhile; the detached timer stays
+            // cancelled, as every timer is at shutdown.
+            if was_pending {
+                guard.stats.deleted += 1;
+            }
             return Err(TimerError::Shutdown);
         }
     }

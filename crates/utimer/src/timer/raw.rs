@@ -24,7 +24,7 @@
 
 use super::state::{pack, IDX_NONE, MIGRATING};
 use crate::base::Base;
-use crate::sync::{AtomicU32, AtomicU64, AtomicUsize};
+use crate::sync::{AtomicPtr, AtomicU32, AtomicU64};
 use crate::system::Shared;
 use std::cell::UnsafeCell;
 use std::ptr::NonNull;
@@ -37,9 +37,9 @@ pub(crate) struct RawTimer {
     /// `(expires << 10) | bucket`; see `state.rs`. Written under the base
     /// lock, read anywhere.
     pub(crate) expires_idx: AtomicU64,
-    /// `*const Base | MIGRATING`; see `state.rs`. Written under the base
-    /// lock, read anywhere.
-    pub(crate) base: AtomicUsize,
+    /// The base, with `MIGRATING` in the address's bit 0; see `state.rs`.
+    /// Written under the base lock, read anywhere.
+    pub(crate) base: AtomicPtr<Base>,
     /// `PINNED`, `DEFERRABLE`, `SHUTDOWN`; see `state.rs`.
     pub(crate) flags: AtomicU32,
     /// The timer's key in its base's wheel. Protected by the base lock;
@@ -100,7 +100,7 @@ impl RawTimer {
         let cell = Box::new(TimerCell {
             raw: RawTimer {
                 expires_idx: AtomicU64::new(pack(0, IDX_NONE)),
-                base: AtomicUsize::new(base as *const Base as usize),
+                base: AtomicPtr::new(base as *const Base as *mut Base),
                 flags: AtomicU32::new(flags),
                 key: UnsafeCell::new(0),
                 vtable: &<F as HasVTable>::VTABLE,
@@ -112,11 +112,11 @@ impl RawTimer {
 
     /// The base named by a `base` word (the `MIGRATING` tag ignored).
     #[inline]
-    pub(crate) fn base_of(&self, word: usize) -> &Base {
+    pub(crate) fn base_of(&self, word: *mut Base) -> &Base {
         // SAFETY: a `base` word always holds the address of one of the
-        // system's bases, which live as long as the system, and the timer
-        // holds a strong count of its system (lifetime rules above).
-        unsafe { &*((word & !MIGRATING) as *const Base) }
+        // system's bases (tag aside), which live as long as the system, and
+        // the timer holds a strong count of its system (lifetime rules above).
+        unsafe { &*word.map_addr(|a| a & !MIGRATING) }
     }
 
     /// The base the timer is on (or, while migrating, was on).
