@@ -6,17 +6,20 @@
 //!
 //! | peer | handle the user holds | arm | re-arm | cancel |
 //! |---|---|---|---|---|
-//! | utimer | `Timer` | `add` | `modify` | `delete` |
+//! | utimer, utimer (pinned) | `Timer` | `add` | `modify` | `delete` |
 //! | utimer wheel | `Option<Key>` | `insert` | `remove` + `insert` | `remove` |
 //! | tokio `Sleep` | `Pin<Box<Sleep>>` | create + poll once | `reset` | drop |
 //! | `DelayQueue` | `Key` | `insert_at` | `reset_at` | `remove` |
 //! | `BinaryHeap` | slot id | push | push + stale old | mark stale |
 //! | `BTreeMap` | `(deadline, id)` | insert | remove + insert | remove |
-//! | POSIX timer | `timer_t` | `timer_settime` | `timer_settime` | `timer_settime(0)` |
+//! | POSIX timer (none / signal) | `timer_t` | `timer_settime` | `timer_settime` | `timer_settime(0)` |
 //! | timerfd | fd | `timerfd_settime` | `timerfd_settime` | `timerfd_settime(0)` |
 //!
 //! The peers written here (heap, B-tree) are deliberately ordinary: what a
 //! competent programmer writes in an afternoon, not a tuned competitor.
+//! "POSIX timer (none)" is the `SIGEV_NONE` timer asked for; "(signal)"
+//! adds a `SIGEV_SIGNAL` timer because Linux does not queue an hrtimer for
+//! `SIGEV_NONE` at all (see `posix.rs`).
 
 pub mod btree;
 pub mod delay_queue;
