@@ -1,0 +1,431 @@
+//! The single-threaded cases: what each measures and why.
+//!
+//! Every case is written once, generically over [`TimerPeer`], and
+//! instantiated for each peer, so all rows of a table do the same thing in
+//! their own API. Deadlines are in 1 ms ticks (see [`super::peers`]).
+//!
+//! * **arm_cancel / empty** — arm one timer to now+100 ticks and cancel it,
+//!   on an otherwise empty queue. The dominant pattern for timeouts (most
+//!   are cancelled long before they fire); 100 ticks lands on wheel level 1.
+//!   utimer runs on the calling thread's own worker: default timers go to
+//!   its global base, `utimer (pinned)` timers to its local base.
+//! * **rearm / same_bucket** — a pending timer at ~now+3000 ticks (level 2,
+//!   64-tick buckets) re-armed alternately to `e + 1` and `e`, both in its
+//!   current bucket: the case seed 002's lock-free same-bucket check exists
+//!   for (think of a TCP retransmit timer pushed out on every ACK).
+//! * **rearm / new_bucket** — the same timer alternately moved between
+//!   `e` (level 2) and `e + 4096` (level 3): every re-arm must requeue.
+//! * **expiry / N due** — N timers (1M; 100K in quick mode) due over the
+//!   next 64 ticks, all with empty callbacks; time moves past them and the
+//!   timed part is the expiry run that fires them all. Reported per timer.
+//!   Arming is untimed. The real-clock peers (tokio) really wait ~65 ms.
+//! * **next_expiry / 1M pending** — "when must I wake up?" with 1M timers
+//!   pending at random deadlines between 1 s and 2.8 h: what an event loop
+//!   asks before every sleep.
+//! * **arm_cancel_pending / 1K, 10M** — the arm_cancel pattern with 1K and
+//!   10M (quick: 1M) random background timers pending, to show how the cost
+//!   grows with the queue: O(1) for wheels, O(log n) plus cache misses for
+//!   heaps and trees. The big fill runs one implementation at a time to
+//!   bound memory; kernel timers are not filled beyond 10K.
+//! * **memory** — bytes (and allocations) per armed timer, from the counting
+//!   allocator, with 1M timers armed; includes the handle the user holds
+//!   (the `Vec` of handles is allocated inside the measured window).
+//! * **wheel / arm_cancel_1K** — the pure `utimer::wheel::Wheel` (no locks,
+//!   no atomics) against `BinaryHeap` and `BTreeMap`, the structures it
+//!   replaces in a single-threaded event loop, with 1K timers pending.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use super::peers::btree::BTreePeer;
+use super::peers::delay_queue::DelayQueuePeer;
+use super::peers::heap::HeapPeer;
+use super::peers::posix::PosixPeer;
+use super::peers::timerfd::TimerFdPeer;
+use super::peers::tokio_sleep::TokioSleepPeer;
+use super::peers::utimer::{PinnedUtimerPeer, UtimerPeer};
+use super::peers::wheel::WheelPeer;
+use super::peers::TimerPeer;
+use super::{time, Contender, Record, Runner, Sample, Schedule, XorShift};
+use crate::alloc;
+
+/// Arm+cancel distance: now + 100 ticks (wheel level 1).
+const ARM_DELTA: u64 = 100;
+/// Background timers: now + FILL_MIN + uniform(0..FILL_SPAN) ticks.
+const FILL_MIN: u64 = 1_000;
+const FILL_SPAN: u64 = 10_000_000;
+/// The expiry case spreads deadlines over this many ticks.
+const EXPIRY_SPREAD: u64 = 64;
+/// Re-arm cases: the timer sits about this far out (wheel level 2).
+const REARM_DELTA: u64 = 3_000;
+/// Re-arm to a new bucket: this much later (wheel level 3).
+const REARM_JUMP: u64 = 4_096;
+
+/// The usual row set: utimer first, then the peers.
+macro_rules! all_peers {
+    ($case:ident ( $($arg:expr),* )) => {
+        vec![
+            $case::<UtimerPeer>($($arg),*),
+            $case::<TokioSleepPeer>($($arg),*),
+            $case::<DelayQueuePeer>($($arg),*),
+            $case::<HeapPeer>($($arg),*),
+            $case::<BTreePeer>($($arg),*),
+            $case::<PosixPeer<false>>($($arg),*),
+            $case::<PosixPeer<true>>($($arg),*),
+            $case::<TimerFdPeer>($($arg),*),
+        ]
+    };
+}
+
+/// A peer plus the timers it holds. Field order matters: handles are
+/// dropped before the peer (and its runtime or system) goes away.
+struct State<P: TimerPeer> {
+    handles: Vec<P::Handle>,
+    one: P::Handle,
+    p: P,
+}
+
+/// Creates a peer, `n` background timers at random far deadlines, and one
+/// spare handle.
+fn setup<P: TimerPeer>(n: usize, seed: u64) -> Result<State<P>, String> {
+    let mut p = P::new()?;
+    let (handles, one) = p.with_ctx(|p| -> Result<_, String> {
+        let mut rng = XorShift::new(seed);
+        let now = p.now();
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut h = p.handle()?;
+            p.arm(&mut h, now + FILL_MIN + rng.below(FILL_SPAN));
+            v.push(h);
+        }
+        Ok((v, p.handle()?))
+    })?;
+    Ok(State { handles, one, p })
+}
+
+fn human(n: usize) -> String {
+    match n {
+        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
+        n if n >= 1_000 && n % 1_000 == 0 => format!("{}K", n / 1_000),
+        n => n.to_string(),
+    }
+}
+
+/// Arm to now+100, cancel; `pending` background timers.
+fn arm_cancel<'a, P: TimerPeer + 'a>(pending: usize) -> Contender<'a> {
+    let (max, why) = P::MAX_PENDING;
+    if pending > max {
+        return Contender::skip(P::NAME, why);
+    }
+    Contender::batched(P::NAME, move || {
+        let mut s = setup::<P>(pending, 0x5eed_0001)?;
+        Ok(move |n: u64| {
+            let State { p, one, .. } = &mut s;
+            p.with_ctx(|p| {
+                let at = p.now() + ARM_DELTA;
+                time(|| {
+                    for _ in 0..n {
+                        p.arm_cancel(black_box(&mut *one), black_box(at));
+                    }
+                })
+            })
+        })
+    })
+}
+
+/// The re-arm base expiry: ~REARM_DELTA ahead, 10 ticks into a 64-tick
+/// bucket, so `e` and `e + 1` share the bucket.
+fn rearm_base(now: u64) -> u64 {
+    ((now + REARM_DELTA) & !63) + 10
+}
+
+/// Re-arm a pending timer alternately to `e + jump` and `e`.
+fn rearm<'a, P: TimerPeer + 'a>(jump: u64) -> Contender<'a> {
+    Contender::batched(P::NAME, move || {
+        let mut s = setup::<P>(0, 1)?;
+        let mut flip = false;
+        {
+            let State { p, one, .. } = &mut s;
+            p.with_ctx(|p| {
+                let e = rearm_base(p.now());
+                p.arm(one, e);
+            });
+        }
+        Ok(move |n: u64| {
+            let State { p, one, .. } = &mut s;
+            p.with_ctx(|p| {
+                let e = rearm_base(p.now());
+                time(|| {
+                    for _ in 0..n {
+                        flip = !flip;
+                        let x = if flip { e + jump } else { e };
+                        p.rearm(black_box(&mut *one), black_box(x));
+                    }
+                })
+            })
+        })
+    })
+}
+
+/// Arm `n` timers due within EXPIRY_SPREAD ticks, let time pass, time the
+/// expiry run.
+fn expiry<'a, P: TimerPeer + 'a>(n: usize) -> Contender<'a> {
+    Contender::fixed(P::NAME, move || {
+        let mut s = setup::<P>(0, 1)?;
+        s.p.with_ctx(|p| -> Result<(), String> {
+            s.handles = (0..n).map(|_| p.handle()).collect::<Result<_, _>>()?;
+            Ok(())
+        })?;
+        Ok(move || {
+            let State { p, handles, .. } = &mut s;
+            p.with_ctx(|p| {
+                let now = p.now();
+                for (i, h) in handles.iter_mut().enumerate() {
+                    p.arm(h, now + 1 + (i as u64 % EXPIRY_SPREAD));
+                }
+                // Past the last deadline by more than one level-1 granule (8
+                // ticks): wheels round an expiry up to its bucket, never down.
+                let until = now + EXPIRY_SPREAD + 16;
+                p.wait_until(until);
+                let t0 = Instant::now();
+                let fired = p.fire(until).expect("this peer can fire");
+                let elapsed = t0.elapsed();
+                let fired = fired.unwrap_or_else(|| {
+                    handles
+                        .iter()
+                        .filter(|h| p.is_pending(h) == Some(false))
+                        .count()
+                });
+                if fired != handles.len() {
+                    eprintln!(
+                        "warning: {}: expiry run fired {fired} of {} timers",
+                        P::NAME,
+                        handles.len()
+                    );
+                }
+                Sample {
+                    elapsed,
+                    ops: handles.len() as u64,
+                }
+            })
+        })
+    })
+}
+
+/// Ask for the next expiry with `pending` timers queued.
+fn next_expiry<'a, P: TimerPeer + 'a>(pending: usize) -> Contender<'a> {
+    let (max, why) = P::MAX_PENDING;
+    if pending > max {
+        return Contender::skip(P::NAME, why);
+    }
+    Contender::batched(P::NAME, move || {
+        // Find out whether the peer can answer at all before filling it.
+        let mut probe = P::new()?;
+        probe.with_ctx(|p| p.next_expiry().map(|_| ()))?;
+        drop(probe);
+        let mut s = setup::<P>(pending, 0x5eed_0002)?;
+        Ok(move |n: u64| {
+            let State { p, .. } = &mut s;
+            p.with_ctx(|p| {
+                time(|| {
+                    for _ in 0..n {
+                        let _ = black_box(p.next_expiry());
+                    }
+                })
+            })
+        })
+    })
+}
+
+/// Bytes and allocations per armed timer, handles included.
+fn memory<P: TimerPeer>(r: &Runner, n: usize) -> [Record; 2] {
+    let (g, mode) = ("memory", r.mode());
+    let (cb, ca) = ("bytes_per_timer", "allocs_per_timer");
+    let skip = |why: &str| {
+        [
+            Record::skipped(g, cb, P::NAME, mode, why),
+            Record::skipped(g, ca, P::NAME, mode, why),
+        ]
+    };
+    if n > P::MAX_PENDING.0 {
+        return skip("kernel memory is not visible to a user-space allocator");
+    }
+    let mut p = match P::new() {
+        Ok(p) => p,
+        Err(e) => return skip(&e),
+    };
+    let (res, stats) = p.with_ctx(|p| {
+        let mut rng = XorShift::new(0x5eed_0003);
+        let now = p.now();
+        alloc::measure(|| -> Result<Vec<P::Handle>, String> {
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                let mut h = p.handle()?;
+                p.arm(&mut h, now + FILL_MIN + rng.below(FILL_SPAN));
+                v.push(h);
+            }
+            Ok(v)
+        })
+    });
+    match res {
+        Ok(handles) => {
+            drop(handles);
+            [
+                Record::value(
+                    g,
+                    cb,
+                    P::NAME,
+                    mode,
+                    stats.net() as f64 / n as f64,
+                    "B/timer",
+                )
+                .with_ops(n as u64),
+                Record::value(
+                    g,
+                    ca,
+                    P::NAME,
+                    mode,
+                    stats.allocations as f64 / n as f64,
+                    "allocs/timer",
+                )
+                .with_ops(n as u64),
+            ]
+        }
+        Err(e) => skip(&e),
+    }
+}
+
+pub fn run_all(r: &mut Runner) {
+    let big = r.pick(1_000_000, 10_000_000);
+    let expiry_n = r.pick(100_000, 1_000_000);
+    let next_n = 1_000_000;
+    let mem_n = 1_000_000;
+
+    if r.wants("arm_cancel", "empty") {
+        r.enter_group(
+            "arm_cancel",
+            "arm one timer to now+100 ticks, cancel it; nothing else pending",
+        );
+    }
+    r.case("arm_cancel", "empty", Schedule::Interleaved, || {
+        let mut rows = all_peers!(arm_cancel(0));
+        rows.insert(1, arm_cancel::<PinnedUtimerPeer>(0));
+        rows
+    });
+
+    if r.wants_group("rearm", &["same_bucket", "new_bucket"]) {
+        r.enter_group(
+            "rearm",
+            "re-arm a pending timer at ~now+3000 ticks (wheel level 2)\n\
+             same_bucket: alternately to e+1 and e (same 64-tick bucket)\n\
+             new_bucket:  alternately to e+4096 (level 3) and e",
+        );
+    }
+    r.case("rearm", "same_bucket", Schedule::Interleaved, || {
+        all_peers!(rearm(1))
+    });
+    r.case("rearm", "new_bucket", Schedule::Interleaved, || {
+        all_peers!(rearm(REARM_JUMP))
+    });
+
+    let case = format!("{} due", human(expiry_n));
+    if r.wants("expiry", &case) {
+        r.enter_group(
+            "expiry",
+            &format!(
+                "fire {} timers due within 64 ticks, empty callbacks; ns per timer",
+                human(expiry_n)
+            ),
+        );
+    }
+    r.case("expiry", &case, Schedule::Sequential, || {
+        let kernel = "the kernel fires these itself; there is no user-space expiry run to time";
+        vec![
+            expiry::<UtimerPeer>(expiry_n),
+            expiry::<TokioSleepPeer>(expiry_n),
+            expiry::<DelayQueuePeer>(expiry_n),
+            expiry::<HeapPeer>(expiry_n),
+            expiry::<BTreePeer>(expiry_n),
+            Contender::skip(PosixPeer::<false>::NAME, kernel),
+            Contender::skip(PosixPeer::<true>::NAME, kernel),
+            Contender::skip(TimerFdPeer::NAME, kernel),
+        ]
+    });
+
+    let case = format!("{} pending", human(next_n));
+    if r.wants("next_expiry", &case) {
+        r.enter_group(
+            "next_expiry",
+            "earliest pending expiry with 1M timers at random deadlines (1 s .. 2.8 h)",
+        );
+    }
+    r.case("next_expiry", &case, Schedule::Sequential, || {
+        all_peers!(next_expiry(next_n))
+    });
+
+    let big_case = human(big);
+    if r.wants_group("arm_cancel_pending", &["1K", &big_case]) {
+        r.enter_group(
+            "arm_cancel_pending",
+            &format!(
+                "arm+cancel (now+100) with 1K and {big_case} random background timers pending"
+            ),
+        );
+        if r.quick {
+            r.note(
+                "arm_cancel_pending",
+                "quick mode: 1M instead of 10M pending timers",
+            );
+        }
+        r.note(
+            "arm_cancel_pending",
+            "kernel timers (POSIX, timerfd) are only filled to 1K: millions of kernel timers are not sensible",
+        );
+    }
+    r.case("arm_cancel_pending", "1K", Schedule::Interleaved, || {
+        all_peers!(arm_cancel(1_000))
+    });
+    r.case(
+        "arm_cancel_pending",
+        &big_case,
+        Schedule::Sequential,
+        || all_peers!(arm_cancel(big)),
+    );
+
+    if r.wants_group("memory", &["bytes_per_timer", "allocs_per_timer"]) {
+        r.enter_group(
+            "memory",
+            "heap bytes and allocations per armed timer (1M armed), handle included; \
+             counting allocator",
+        );
+        let rows: Vec<[Record; 2]> = vec![
+            memory::<UtimerPeer>(r, mem_n),
+            memory::<TokioSleepPeer>(r, mem_n),
+            memory::<DelayQueuePeer>(r, mem_n),
+            memory::<HeapPeer>(r, mem_n),
+            memory::<BTreePeer>(r, mem_n),
+            memory::<PosixPeer<false>>(r, mem_n),
+            memory::<PosixPeer<true>>(r, mem_n),
+            memory::<TimerFdPeer>(r, mem_n),
+        ];
+        let (bytes, allocs): (Vec<Record>, Vec<Record>) =
+            rows.into_iter().map(|[a, b]| (a, b)).unzip();
+        r.values("memory", "bytes_per_timer", bytes);
+        r.values("memory", "allocs_per_timer", allocs);
+    }
+
+    if r.wants("wheel", "arm_cancel_1K") {
+        r.enter_group(
+            "wheel",
+            "the pure utimer::wheel::Wheel (no locks) vs the structures it replaces;\n\
+             arm+cancel (now+100) with 1K pending",
+        );
+    }
+    r.case("wheel", "arm_cancel_1K", Schedule::Interleaved, || {
+        vec![
+            arm_cancel::<WheelPeer>(1_000),
+            arm_cancel::<HeapPeer>(1_000),
+            arm_cancel::<BTreePeer>(1_000),
+        ]
+    });
+}

@@ -1,0 +1,429 @@
+//! The benchmark runner behind `utimer bench`.
+//!
+//! # Method
+//!
+//! A *case* (say "arm+cancel on the local base") is measured for several
+//! *contenders*: utimer and each peer (tokio's timer, `DelayQueue`, a binary
+//! heap, a `BTreeMap`, POSIX timers, timerfd). Every contender is a closure
+//! that performs `n` operations and returns the time they took, measured with
+//! [`Instant`] around the loop only (set-up such as filling a queue with a
+//! million background timers happens before the clock starts).
+//!
+//! 1. **Set-up.** Each contender's state is built once per case.
+//! 2. **Calibration = warm-up.** A batch size is found by doubling `n` until a
+//!    batch takes at least the target time (2 ms quick, 5 ms full) so that
+//!    the clock's resolution and the loop overhead vanish in the batch. These
+//!    batches also warm caches, the branch predictor and the allocator.
+//! 3. **Repetitions.** Each contender runs one batch per repetition; the
+//!    repetitions are *interleaved* (rep 1 runs A, B, C; rep 2 runs B, C, A;
+//!    ...) so a burst of noise from the shared machine hits every contender
+//!    alike instead of ruining one of them.
+//! 4. **Statistic.** Each batch gives one sample, nanoseconds per operation;
+//!    the table shows the median over the repetitions (robust to the odd
+//!    preempted batch) plus the 10th and 90th percentiles as the spread.
+//!
+//! Some cases cannot be cut into uniform batches (firing 1M timers, threads
+//! started per sample): those contenders are *fixed* closures that do their
+//! own set-up untimed and return the timed part plus how many operations it
+//! covered. Cases that fill tens of millions of timers run *sequentially*
+//! (one contender's state alive at a time) so memory stays bounded.
+//!
+//! Operands and results go through [`std::hint::black_box`] so the optimizer
+//! cannot hoist or delete the work. Nothing is pinned to a CPU: the numbers
+//! are what an unpinned program sees.
+
+mod cases;
+mod peers;
+mod report;
+mod threads;
+
+mod seed002;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub use report::Record;
+
+/// Options of `utimer bench`.
+#[derive(Debug, Default, Clone)]
+pub struct Options {
+    pub quick: bool,
+    pub json: Option<PathBuf>,
+    pub filter: Option<String>,
+}
+
+/// Runs the whole suite (or the filtered part of it).
+pub fn run(opts: &Options) -> Result<(), String> {
+    let mut r = Runner::new(opts);
+    report::print_machine(&r);
+    cases::run_all(&mut r);
+    threads::run_all(&mut r);
+    seed002::run(&mut r);
+    if r.records.is_empty() {
+        return Err(match &opts.filter {
+            Some(f) => format!("no case matches the filter `{f}`"),
+            None => "no case ran".to_string(),
+        });
+    }
+    println!(
+        "\ntotal run time {:.1} s, {} results",
+        r.started.elapsed().as_secs_f64(),
+        r.records.len()
+    );
+    if let Some(path) = &opts.json {
+        report::write_json(path, &r.records)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// One timed portion: `ops` operations took `elapsed`.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample {
+    pub elapsed: Duration,
+    pub ops: u64,
+}
+
+impl Sample {
+    pub fn ns_per_op(&self) -> f64 {
+        self.elapsed.as_nanos() as f64 / self.ops.max(1) as f64
+    }
+}
+
+/// Times `f`: a convenience for batch closures.
+#[inline]
+pub fn time(f: impl FnOnce()) -> Duration {
+    let t0 = Instant::now();
+    f();
+    t0.elapsed()
+}
+
+/// How a contender is run once set up.
+pub enum Body<'a> {
+    /// `f(n)` performs `n` operations and returns their time; the runner
+    /// picks `n`.
+    Batched(Box<dyn FnMut(u64) -> Duration + 'a>),
+    /// `f()` performs a fixed amount of work and reports it.
+    Fixed(Box<dyn FnMut() -> Sample + 'a>),
+    /// Not measured; the reason is shown in the table and the JSON.
+    Skip(String),
+}
+
+type Setup<'a> = Box<dyn FnOnce() -> Body<'a> + 'a>;
+
+/// One implementation in a case. Its state is created lazily by `setup` so
+/// that filtered-out cases cost nothing and sequential cases hold one
+/// contender's state at a time.
+pub struct Contender<'a> {
+    pub name: String,
+    setup: Setup<'a>,
+}
+
+impl<'a> Contender<'a> {
+    /// A contender whose set-up returns a closure `f(n) -> Duration`.
+    pub fn batched<S, F>(name: impl Into<String>, setup: S) -> Self
+    where
+        S: FnOnce() -> Result<F, String> + 'a,
+        F: FnMut(u64) -> Duration + 'a,
+    {
+        Contender {
+            name: name.into(),
+            setup: Box::new(move || match setup() {
+                Ok(f) => Body::Batched(Box::new(f)),
+                Err(e) => Body::Skip(e),
+            }),
+        }
+    }
+
+    /// A contender whose set-up returns a closure `f() -> Sample`.
+    pub fn fixed<S, F>(name: impl Into<String>, setup: S) -> Self
+    where
+        S: FnOnce() -> Result<F, String> + 'a,
+        F: FnMut() -> Sample + 'a,
+    {
+        Contender {
+            name: name.into(),
+            setup: Box::new(move || match setup() {
+                Ok(f) => Body::Fixed(Box::new(f)),
+                Err(e) => Body::Skip(e),
+            }),
+        }
+    }
+
+    /// A contender that is shown as skipped, with the reason.
+    pub fn skip(name: impl Into<String>, reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        Contender {
+            name: name.into(),
+            setup: Box::new(move || Body::Skip(reason)),
+        }
+    }
+}
+
+/// Whether a case's contenders are alive together (interleaved repetitions)
+/// or one after the other (bounded memory for huge fills).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Schedule {
+    Interleaved,
+    Sequential,
+}
+
+/// Drives cases, prints each table as soon as its case is done and keeps
+/// every result for the JSON file.
+pub struct Runner {
+    pub quick: bool,
+    filter: Option<String>,
+    /// Repetitions (samples) per contender.
+    pub reps: usize,
+    /// Minimum duration of one batch.
+    pub target: Duration,
+    pub records: Vec<Record>,
+    current_group: Option<String>,
+    started: Instant,
+}
+
+impl Runner {
+    pub fn new(opts: &Options) -> Self {
+        Runner {
+            quick: opts.quick,
+            filter: opts.filter.clone(),
+            reps: if opts.quick { 7 } else { 11 },
+            target: Duration::from_millis(if opts.quick { 2 } else { 5 }),
+            records: Vec::new(),
+            current_group: None,
+            started: Instant::now(),
+        }
+    }
+
+    /// `quick` or `full`, for the output and the JSON.
+    pub fn mode(&self) -> &'static str {
+        if self.quick {
+            "quick"
+        } else {
+            "full"
+        }
+    }
+
+    /// Picks `quick` in quick mode and `full` otherwise.
+    pub fn pick<T>(&self, quick: T, full: T) -> T {
+        if self.quick {
+            quick
+        } else {
+            full
+        }
+    }
+
+    /// Whether the filter selects `group/case`.
+    pub fn wants(&self, group: &str, case: &str) -> bool {
+        match &self.filter {
+            None => true,
+            Some(f) => format!("{group}/{case}").contains(f.as_str()),
+        }
+    }
+
+    /// Whether the filter selects anything in `group`.
+    pub fn wants_group(&self, group: &str, cases: &[&str]) -> bool {
+        cases.iter().any(|c| self.wants(group, c))
+    }
+
+    /// Prints the group heading when `group` differs from the last one.
+    pub fn enter_group(&mut self, group: &str, about: &str) {
+        if self.current_group.as_deref() != Some(group) {
+            self.current_group = Some(group.to_string());
+            report::print_group(group, about);
+        }
+    }
+
+    /// Prints a line of explanation for `group` (callers check the filter).
+    pub fn note(&mut self, group: &str, text: &str) {
+        report::print_note(group, text);
+    }
+
+    /// Measures one case. `build` is only called if the filter selects it.
+    pub fn case<'a>(
+        &mut self,
+        group: &str,
+        case: &str,
+        schedule: Schedule,
+        build: impl FnOnce() -> Vec<Contender<'a>>,
+    ) {
+        if !self.wants(group, case) {
+            return;
+        }
+        let contenders = build();
+        let results = match schedule {
+            Schedule::Interleaved => self.run_interleaved(contenders),
+            Schedule::Sequential => contenders
+                .into_iter()
+                .flat_map(|c| self.run_interleaved(vec![c]))
+                .collect(),
+        };
+        let records: Vec<Record> = results
+            .into_iter()
+            .map(|(name, outcome)| Record::timing(group, case, &name, self.mode(), outcome))
+            .collect();
+        report::print_case(case, &records);
+        self.records.extend(records);
+    }
+
+    /// Records values that are not timings (bytes per timer, percentages)
+    /// and prints them as one table.
+    pub fn values(&mut self, group: &str, case: &str, records: Vec<Record>) {
+        if !self.wants(group, case) {
+            return;
+        }
+        report::print_case(case, &records);
+        self.records.extend(records);
+    }
+
+    /// Keeps records that the caller has already printed.
+    pub fn push_records(&mut self, records: Vec<Record>) {
+        self.records.extend(records);
+    }
+
+    fn run_interleaved<'a>(&self, contenders: Vec<Contender<'a>>) -> Vec<(String, Outcome)> {
+        let mut names = Vec::new();
+        let mut bodies = Vec::new();
+        for c in contenders {
+            names.push(c.name);
+            bodies.push((c.setup)());
+        }
+        // Calibration doubles as warm-up.
+        let mut batch: Vec<u64> = bodies.iter_mut().map(|b| self.calibrate(b)).collect();
+        let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); bodies.len()];
+        let n = bodies.len();
+        for rep in 0..self.reps {
+            for k in 0..n {
+                let i = (k + rep) % n;
+                let s = match &mut bodies[i] {
+                    Body::Batched(f) => Some(Sample {
+                        elapsed: f(batch[i]),
+                        ops: batch[i],
+                    }),
+                    Body::Fixed(f) => Some(f()),
+                    Body::Skip(_) => None,
+                };
+                if let Some(s) = s {
+                    samples[i].push(s);
+                }
+            }
+        }
+        batch.clear();
+        names
+            .into_iter()
+            .zip(bodies)
+            .zip(samples)
+            .map(|((name, body), samples)| {
+                let outcome = match body {
+                    Body::Skip(reason) => Outcome::Skipped(reason),
+                    _ => Outcome::Measured(samples),
+                };
+                (name, outcome)
+            })
+            .collect()
+    }
+
+    /// Finds the batch size for a batched body (and warms it up). Fixed
+    /// bodies run once as warm-up.
+    fn calibrate(&self, body: &mut Body<'_>) -> u64 {
+        const MAX_BATCH: u64 = 1 << 24;
+        match body {
+            Body::Batched(f) => {
+                let mut n = 16u64;
+                loop {
+                    let d = f(n);
+                    if d >= self.target || n >= MAX_BATCH {
+                        // One more batch at the final size: warm-up proper.
+                        f(n);
+                        return n;
+                    }
+                    // Jump close to the target, at most 8x at a time.
+                    let ratio = self.target.as_secs_f64() / d.as_secs_f64().max(1e-9);
+                    let grow = ratio.clamp(2.0, 8.0);
+                    n = ((n as f64 * grow) as u64).min(MAX_BATCH);
+                }
+            }
+            Body::Fixed(f) => {
+                f();
+                1
+            }
+            Body::Skip(_) => 0,
+        }
+    }
+}
+
+/// The samples of one contender, or why it was not run.
+pub enum Outcome {
+    Measured(Vec<Sample>),
+    Skipped(String),
+}
+
+/// A small deterministic PRNG (xorshift64*), so fills and workloads are the
+/// same on every run.
+#[derive(Clone, Debug)]
+pub struct XorShift(u64);
+
+impl XorShift {
+    pub fn new(seed: u64) -> Self {
+        XorShift(seed.max(1))
+    }
+
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform-ish in `0..n` (`n > 0`; the modulo bias is irrelevant here).
+    #[inline]
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xorshift_is_deterministic() {
+        let mut a = XorShift::new(42);
+        let mut b = XorShift::new(42);
+        for _ in 0..100 {
+            assert_eq!(a.next_u64(), b.next_u64());
+        }
+        assert!(a.below(10) < 10);
+    }
+
+    #[test]
+    fn runner_measures_and_skips() {
+        let opts = Options {
+            quick: true,
+            ..Options::default()
+        };
+        let mut r = Runner::new(&opts);
+        r.case("g", "c", Schedule::Interleaved, || {
+            vec![
+                Contender::batched("spin", || {
+                    Ok(|n: u64| {
+                        time(|| {
+                            for i in 0..n {
+                                std::hint::black_box(i);
+                            }
+                        })
+                    })
+                }),
+                Contender::skip("none", "not applicable"),
+            ]
+        });
+        assert_eq!(r.records.len(), 2);
+        assert!(r.records[0].ns_per_op.is_some());
+        assert_eq!(r.records[0].samples, r.reps);
+        assert!(r.records[1].skipped.is_some());
+    }
+}

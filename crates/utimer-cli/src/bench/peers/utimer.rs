@@ -1,0 +1,114 @@
+//! utimer's `TimerSystem` as a benchmark peer: one worker, the calling
+//! thread entered on it (so every timer goes to that worker's own bases), timers created once (`sys.timer`) and then armed
+//! with `add`, re-armed with `modify`, cancelled with `delete`, as kernel
+//! code does with `timer_setup` / `mod_timer` / `timer_delete`.
+//!
+//! The system runs on a manual clock set to the same virtual "now" as the
+//! heap and B-tree peers. utimer never reads the clock on `add`/`modify`
+//! (the base clock moves only in `run_expired`), so this is not flattering:
+//! it only keeps the wheel level of "now + N" fixed for the whole run,
+//! whereas a monotonic clock with no expiry runs would let the base clock
+//! fall behind and push timers to coarser levels as the run goes on.
+
+use std::sync::Arc;
+
+use super::START_TICK;
+use utimer::{Clock, ModifyCheck, Timer, TimerFlags, TimerSystem};
+
+/// The peer; `PINNED` creates `TimerFlags::PINNED` timers, which live in
+/// the worker's *local* base (the kernel's `BASE_LOCAL`) instead of its
+/// global base. Both are the calling worker's own bases.
+pub struct UtimerPeerT<const PINNED: bool> {
+    pub sys: Arc<TimerSystem>,
+    pub clock: Clock,
+}
+
+/// The default: timers with no flags (the worker's global base).
+pub type UtimerPeer = UtimerPeerT<false>;
+/// Pinned timers (the worker's local base).
+pub type PinnedUtimerPeer = UtimerPeerT<true>;
+
+impl<const PINNED: bool> UtimerPeerT<PINNED> {
+    /// A system with `workers` workers on a manual clock at [`START_TICK`].
+    pub fn with(workers: usize, check: ModifyCheck, stats: bool) -> Self {
+        let clock = Clock::manual();
+        clock.set(START_TICK);
+        let sys = TimerSystem::builder()
+            .workers(workers)
+            .clock(clock.clone())
+            .modify_check(check)
+            .stats(stats)
+            .build();
+        UtimerPeerT {
+            sys: Arc::new(sys),
+            clock,
+        }
+    }
+}
+
+/// A timer with an empty callback.
+pub fn empty_timer(sys: &TimerSystem) -> Timer {
+    sys.timer(TimerFlags::empty(), |_t: &Timer| {})
+}
+
+impl<const PINNED: bool> super::TimerPeer for UtimerPeerT<PINNED> {
+    type Handle = Timer;
+    const NAME: &'static str = if PINNED { "utimer (pinned)" } else { "utimer" };
+
+    fn new() -> Result<Self, String> {
+        Ok(Self::with(1, ModifyCheck::SameBucket, false))
+    }
+
+    fn with_ctx<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let sys = self.sys.clone();
+        let _worker = sys.enter(0).expect("worker 0 exists");
+        f(self)
+    }
+
+    fn now(&mut self) -> u64 {
+        self.sys.now()
+    }
+
+    fn handle(&mut self) -> Result<Timer, String> {
+        if PINNED {
+            Ok(self.sys.timer(TimerFlags::PINNED, |_t: &Timer| {}))
+        } else {
+            Ok(empty_timer(&self.sys))
+        }
+    }
+
+    #[inline]
+    fn arm(&mut self, h: &mut Timer, expires: u64) {
+        let r = h.add(expires);
+        debug_assert!(r.is_ok(), "{r:?}");
+    }
+
+    #[inline]
+    fn rearm(&mut self, h: &mut Timer, expires: u64) {
+        let r = h.modify(expires);
+        debug_assert!(r.is_ok(), "{r:?}");
+    }
+
+    #[inline]
+    fn cancel(&mut self, h: &mut Timer) {
+        std::hint::black_box(h.delete());
+    }
+
+    fn next_expiry(&mut self) -> Result<Option<u64>, &'static str> {
+        Ok(self.sys.next_expiry(0).expect("worker 0 exists"))
+    }
+
+    fn is_pending(&self, h: &Timer) -> Option<bool> {
+        Some(h.is_pending())
+    }
+
+    fn wait_until(&mut self, until: u64) {
+        self.clock.set(until);
+    }
+
+    fn fire(&mut self, until: u64) -> Result<Option<usize>, &'static str> {
+        Ok(Some(
+            self.sys.run_expired(0, until).expect("worker 0 exists"),
+        ))
+    }
+}

@@ -1,0 +1,336 @@
+//! The two-thread case: does arming and cancelling scale when two threads
+//! do it at once, each on "its own" timers?
+//!
+//! Each thread arms a timer to now+100 ticks and cancels it, `OPS` times,
+//! starting together at a barrier; the time of each thread's loop is taken
+//! inside the thread, and a sample is the mean over the threads of
+//! ns per operation *per thread*. `1_thread` runs the same code on one
+//! thread, so perfect scaling shows as equal numbers in the two cases (the
+//! machine must have two idle cores for that, and this one is shared).
+//!
+//! * **utimer**: a `TimerSystem` with 2 workers; thread `i` enters worker
+//!   `i`, so each thread arms on its own worker's base, under its own lock:
+//!   the kernel's per-CPU timer bases.
+//! * **tokio multi-thread**: a 2-worker runtime; each thread is a task
+//!   arming and dropping `Sleep`s. (tokio's stable time driver has one
+//!   wheel behind one mutex for the whole runtime.) The loop runs inside
+//!   `tokio::task::unconstrained`, otherwise the coop budget would turn
+//!   every poll after the 128th into a no-op.
+//! * **Mutex<BinaryHeap>**: one shared lazy-deletion heap behind a
+//!   `std::sync::Mutex`, locked once to arm and once to cancel: what a
+//!   program gets by sharing its single-threaded queue.
+//! * **timerfd per thread**: each thread its own fd; the kernel's timer
+//!   bases are per CPU, so this scales like utimer, at syscall cost.
+//! * **CPU-only baseline**: no timers, a few xorshift steps per operation
+//!   in registers. Its 2-thread/1-thread ratio is what the machine itself
+//!   allows (on a shared or hyperthreaded 2-vCPU machine it is well above
+//!   1); the summary line under the tables sets every row's ratio beside
+//!   it, which is the fair way to read the others.
+//!
+//! Threads are spawned per sample (outside the timed part), so the OS
+//! places them afresh each time; nothing is pinned. Because a shared
+//! machine may not run both threads at once, each 2-thread sample also
+//! records the *overlap* of the two timed loops (time both were running
+//! over the mean loop time); the median overlap per row is printed under
+//! the table. Near 100% means the threads really competed.
+
+use std::cell::RefCell;
+use std::hint::black_box;
+use std::pin::pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Runtime;
+
+use super::peers::heap::HeapTimers;
+use super::peers::timerfd::TimerFd;
+use super::peers::tokio_sleep::poll_once;
+use super::peers::utimer::{empty_timer, UtimerPeer};
+use super::{Contender, Runner, Sample, Schedule};
+
+const GROUP: &str = "threads";
+const ARM_DELTA: u64 = 100;
+const BASELINE: &str = "CPU-only baseline";
+
+/// When one thread's timed loop ran.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    start: Instant,
+    end: Instant,
+}
+
+/// Times `f` as a [`Span`].
+fn span(f: impl FnOnce()) -> Span {
+    let start = Instant::now();
+    f();
+    Span {
+        start,
+        end: Instant::now(),
+    }
+}
+
+/// Overlap ratios of the 2-thread samples, one list per row.
+type OverlapLog = Rc<RefCell<Vec<f64>>>;
+
+/// Turns the threads' spans into a sample (mean per-thread time) and logs
+/// how much the loops overlapped.
+fn to_sample(spans: &[Span], ops: u64, log: &OverlapLog) -> Sample {
+    let n = spans.len() as u32;
+    let total: Duration = spans.iter().map(|s| s.end - s.start).sum();
+    let mean = total / n;
+    if n > 1 {
+        let first_end = spans.iter().map(|s| s.end).min().expect("spans");
+        let last_start = spans.iter().map(|s| s.start).max().expect("spans");
+        let both = first_end.saturating_duration_since(last_start);
+        log.borrow_mut()
+            .push(both.as_secs_f64() / mean.as_secs_f64().max(1e-12));
+    }
+    Sample { elapsed: mean, ops }
+}
+
+/// Runs `body(i, barrier)` on `threads` scoped threads; each returns the
+/// span of its own `ops` operations.
+fn run_threads<F>(threads: usize, ops: u64, log: &OverlapLog, body: F) -> Sample
+where
+    F: Fn(usize, &Barrier) -> Span + Sync,
+{
+    let barrier = Barrier::new(threads);
+    let spans: Vec<Span> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let (b, body) = (&barrier, &body);
+                s.spawn(move || body(i, b))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("bench thread panicked"))
+            .collect()
+    });
+    to_sample(&spans, ops, log)
+}
+
+fn utimer(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
+    Contender::fixed("utimer", move || {
+        let peer = UtimerPeer::with(2, utimer::ModifyCheck::SameBucket, false);
+        Ok(move || {
+            let sys = &*peer.sys;
+            run_threads(threads, ops, &log, |i, barrier| {
+                let _worker = sys.enter(i).expect("2 workers");
+                let t = empty_timer(sys);
+                let at = sys.now() + ARM_DELTA;
+                barrier.wait();
+                span(|| {
+                    for _ in 0..ops {
+                        let _ = black_box(t.add(black_box(at)));
+                        black_box(t.delete());
+                    }
+                })
+            })
+        })
+    })
+}
+
+fn tokio_mt(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
+    Contender::fixed("tokio multi-thread", move || {
+        let rt: Runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .map_err(|e| format!("cannot build a tokio runtime: {e}"))?;
+        Ok(move || {
+            let arrived = Arc::new(AtomicUsize::new(0));
+            let spans: Vec<Span> = rt.block_on(async {
+                let tasks: Vec<_> = (0..threads)
+                    .map(|_| {
+                        let arrived = arrived.clone();
+                        tokio::spawn(tokio::task::unconstrained(async move {
+                            // A spinning barrier with a timeout: a blocking
+                            // one could deadlock if both tasks landed on one
+                            // worker and it were never stolen from.
+                            arrived.fetch_add(1, Ordering::AcqRel);
+                            let t0 = Instant::now();
+                            while arrived.load(Ordering::Acquire) < threads
+                                && t0.elapsed() < Duration::from_millis(50)
+                            {
+                                std::hint::spin_loop();
+                            }
+                            let at = tokio::time::Instant::now() + Duration::from_millis(ARM_DELTA);
+                            span(|| {
+                                for _ in 0..ops {
+                                    let s = pin!(tokio::time::sleep_until(black_box(at)));
+                                    black_box(poll_once(s));
+                                }
+                            })
+                        }))
+                    })
+                    .collect();
+                let mut spans = Vec::new();
+                for t in tasks {
+                    spans.push(t.await.expect("bench task panicked"));
+                }
+                spans
+            });
+            to_sample(&spans, ops, &log)
+        })
+    })
+}
+
+fn mutex_heap(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
+    Contender::fixed("Mutex<BinaryHeap>", move || {
+        let q = Mutex::new(HeapTimers::new());
+        Ok(move || {
+            let q = &q;
+            run_threads(threads, ops, &log, |_, barrier| {
+                let t = q.lock().unwrap().timer();
+                let at = super::peers::START_TICK + ARM_DELTA;
+                barrier.wait();
+                let d = span(|| {
+                    for _ in 0..ops {
+                        q.lock().unwrap().arm(black_box(&t), black_box(at));
+                        black_box(q.lock().unwrap().cancel(&t));
+                    }
+                });
+                q.lock().unwrap().release(t);
+                d
+            })
+        })
+    })
+}
+
+fn baseline(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
+    Contender::fixed(BASELINE, move || {
+        Ok(move || {
+            run_threads(threads, ops, &log, |i, barrier| {
+                let mut x = black_box(0x9e37_79b9_7f4a_7c15u64 ^ i as u64);
+                barrier.wait();
+                let s = span(|| {
+                    for _ in 0..ops {
+                        for _ in 0..8 {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                        }
+                        x = black_box(x);
+                    }
+                });
+                black_box(x);
+                s
+            })
+        })
+    })
+}
+
+fn timerfd(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
+    Contender::fixed("timerfd per thread", move || {
+        Ok(move || {
+            run_threads(threads, ops, &log, |_, barrier| {
+                let fd = TimerFd::new().expect("timerfd_create");
+                let after = Duration::from_millis(ARM_DELTA);
+                barrier.wait();
+                span(|| {
+                    for _ in 0..ops {
+                        let _ = fd.set(black_box(after));
+                        let _ = fd.set(Duration::ZERO);
+                    }
+                })
+            })
+        })
+    })
+}
+
+pub fn run_all(r: &mut Runner) {
+    // Long enough (>= ~5 ms per thread) that thread wake-up skew at the
+    // barrier is small against the overlap; the syscall peer gets a tenth.
+    let ops: u64 = r.pick(200_000, 500_000);
+    let kernel_ops = ops / 10;
+    if !r.wants_group(GROUP, &["1_thread", "2_threads"]) {
+        return;
+    }
+    r.enter_group(
+        GROUP,
+        &format!(
+            "arm+cancel (now+100) on 1 thread vs 2 threads at once, each on its own timer;\n\
+             ns per operation per thread ({ops} ops per thread per sample, timerfd {kernel_ops})"
+        ),
+    );
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        r.note(
+            GROUP,
+            "only one CPU: the 2-thread numbers measure time slicing",
+        );
+    }
+    for (case, threads) in [("1_thread", 1), ("2_threads", 2)] {
+        let logs: Vec<OverlapLog> = (0..5).map(|_| OverlapLog::default()).collect();
+        let names = [
+            "utimer",
+            "tokio multi-thread",
+            "Mutex<BinaryHeap>",
+            "timerfd per thread",
+            BASELINE,
+        ];
+        r.case(GROUP, case, Schedule::Interleaved, || {
+            vec![
+                utimer(threads, ops, logs[0].clone()),
+                tokio_mt(threads, ops, logs[1].clone()),
+                mutex_heap(threads, ops, logs[2].clone()),
+                timerfd(threads, kernel_ops, logs[3].clone()),
+                baseline(threads, ops, logs[4].clone()),
+            ]
+        });
+        if threads > 1 && r.wants(GROUP, case) {
+            let parts: Vec<String> = names
+                .iter()
+                .zip(&logs)
+                .filter_map(|(name, log)| {
+                    let mut v = log.borrow().clone();
+                    if v.is_empty() {
+                        return None;
+                    }
+                    v.sort_by(f64::total_cmp);
+                    Some(format!("{name} {:.0}%", 100.0 * v[v.len() / 2]))
+                })
+                .collect();
+            r.note(
+                GROUP,
+                &format!(
+                    "median overlap of the two timed loops: {}",
+                    parts.join(", ")
+                ),
+            );
+        }
+    }
+    scaling_summary(r);
+}
+
+/// Prints each row's 2-thread / 1-thread ratio, next to the baseline's.
+fn scaling_summary(r: &mut Runner) {
+    let median = |case: &str, name: &str| {
+        r.records
+            .iter()
+            .find(|x| x.group == GROUP && x.case == case && x.impl_name == name)
+            .and_then(|x| x.ns_per_op)
+    };
+    let mut parts = Vec::new();
+    for name in [
+        "utimer",
+        "tokio multi-thread",
+        "Mutex<BinaryHeap>",
+        "timerfd per thread",
+        BASELINE,
+    ] {
+        if let (Some(one), Some(two)) = (median("1_thread", name), median("2_threads", name)) {
+            parts.push(format!("{name} {:.2}x", two / one));
+        }
+    }
+    if !parts.is_empty() {
+        let line = format!(
+            "2-thread / 1-thread time per op (1.00x = perfect scaling; compare with the baseline): {}",
+            parts.join(", ")
+        );
+        r.note(GROUP, &line);
+    }
+}
