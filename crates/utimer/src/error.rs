@@ -3,7 +3,8 @@
 use std::fmt;
 
 /// Why a timer operation was refused. Nothing is changed when an error is
-/// returned.
+/// returned. Small enough (8 bytes) that results carrying it are returned in
+/// registers on the hot paths.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TimerError {
@@ -14,10 +15,10 @@ pub enum TimerError {
     AlreadyPending,
     /// A worker index out of range.
     NoSuchWorker {
-        /// The index given.
-        worker: usize,
+        /// The index given (saturated to `u32::MAX`).
+        worker: u32,
         /// How many workers the system has.
-        workers: usize,
+        workers: u32,
     },
 }
 

@@ -81,6 +81,18 @@ impl Shared {
         home % self.workers
     }
 
+    /// `Ok` if `worker` exists.
+    pub(crate) fn check_worker(&self, worker: usize) -> Result<(), TimerError> {
+        if worker < self.workers {
+            Ok(())
+        } else {
+            Err(TimerError::NoSuchWorker {
+                worker: worker.try_into().unwrap_or(u32::MAX),
+                workers: self.workers as u32,
+            })
+        }
+    }
+
     /// The base a timer with `flags` uses on `worker`.
     #[inline]
     pub(crate) fn base_index(&self, worker: usize, flags: u32) -> u32 {
@@ -302,14 +314,7 @@ impl TimerSystem {
     }
 
     fn check_worker(&self, worker: usize) -> Result<(), TimerError> {
-        if worker < self.shared.workers {
-            Ok(())
-        } else {
-            Err(TimerError::NoSuchWorker {
-                worker,
-                workers: self.shared.workers,
-            })
-        }
+        self.shared.check_worker(worker)
     }
 
     /// Runs the callbacks of every timer of `worker` (all three bases) due at

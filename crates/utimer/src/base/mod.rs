@@ -182,7 +182,7 @@ impl BaseGuard<'_> {
     /// `ptr` must be the allocation's own pointer (the handle's), not one
     /// derived from a `&RawTimer`: expiry casts it to the whole `TimerCell`
     /// to reach the callback, which needs the allocation's provenance.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn enqueue_timer(&mut self, ptr: NonNull<RawTimer>, pos: Position, expires: u64) {
         // SAFETY: the caller's handle keeps the timer alive.
         let timer = unsafe { ptr.as_ref() };
@@ -203,7 +203,7 @@ impl BaseGuard<'_> {
 
     /// Removes `timer` from the wheel if it is queued; returns whether it
     /// was. The kernel's `detach_if_pending()`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn detach_if_pending(&mut self, timer: &RawTimer) -> bool {
         let word = timer.expires_idx.load(Relaxed);
         if !is_pending(word) {

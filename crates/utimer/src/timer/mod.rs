@@ -114,10 +114,7 @@ impl Timer {
     /// # Errors
     /// As [`add`](Self::add), plus [`TimerError::NoSuchWorker`].
     pub fn add_on(&self, worker: usize, expires: u64) -> Result<(), TimerError> {
-        let workers = self.raw().system().workers;
-        if worker >= workers {
-            return Err(TimerError::NoSuchWorker { worker, workers });
-        }
+        self.raw().system().check_worker(worker)?;
         modify::modify(self.raw, expires, Mode::Add(Some(worker as u32))).map(|_| ())
     }
 

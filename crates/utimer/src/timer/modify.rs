@@ -136,10 +136,37 @@ pub(crate) fn modify(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result
         }
     } else if mode == Mode::PendingOnly {
         return Ok(false);
+    } else {
+        return arm(ptr, expires, mode);
     }
     modify_locked(ptr, expires, mode, hint)
 }
 
+/// Arms a timer that was not pending: the common case (a timeout armed on
+/// the base it is already on) as one straight path; anything else (it
+/// became pending meanwhile, it must move, the system is gone) goes to
+/// [`modify_locked`].
+#[inline]
+fn arm(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result<bool, TimerError> {
+    // SAFETY: the caller's handle keeps the timer alive.
+    let timer = unsafe { ptr.as_ref() };
+    let mut guard = lock_timer_base(timer);
+    let sys = guard.base.system();
+    let worker = match mode {
+        Mode::Add(Some(worker)) => worker as usize,
+        _ => sys.current_worker(),
+    };
+    let target = sys.base_index(worker, timer.flags.load(Relaxed));
+    if guard.dead || target != guard.base.index || is_pending(timer.expires_idx.load(Relaxed)) {
+        drop(guard);
+        return modify_locked(ptr, expires, mode, None);
+    }
+    guard.internal_add_timer(ptr, expires);
+    guard.stats.armed += 1;
+    Ok(false)
+}
+
+#[inline(never)]
 fn modify_locked(
     ptr: NonNull<RawTimer>,
     expires: u64,

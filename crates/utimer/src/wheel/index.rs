@@ -61,11 +61,13 @@ pub struct Position {
     pub expiry: u64,
 }
 
-/// The level a timer `delta` ticks away from `clk` is queued on.
+/// The level a timer `delta` ticks away from `clk` is queued on: the first
+/// `L` with `delta < 63 * 8^L`, capped at the last level.
 #[inline]
 pub fn level_for_delta(delta: u64) -> usize {
-    // Unrolled comparison chain: short deltas (the common case for timeouts)
-    // resolve in one or two predictable branches.
+    // A compare chain: the short distances of typical timeouts resolve in
+    // one or two predictable branches (fewer instructions than a branch-free
+    // division and bit scan).
     let mut lvl = 0;
     while lvl < LEVELS - 1 && delta >= level_limit(lvl) {
         lvl += 1;
@@ -85,12 +87,8 @@ pub fn round_up(expires: u64, lvl: usize) -> u64 {
 /// clamps timeouts beyond `WHEEL_TIMEOUT_MAX`.
 #[inline]
 pub fn clamp_expiry(expires: u64, clk: u64) -> u64 {
-    let expires = expires.min(MAX_TICK);
-    if expires > clk && expires - clk > MAX_DELTA {
-        clk + MAX_DELTA
-    } else {
-        expires
-    }
+    // Time saturates at MAX_TICK: an expiry there is due once the clock is.
+    expires.min(MAX_TICK).min(clk + MAX_DELTA)
 }
 
 /// Computes the bucket for a timer expiring at `expires` (already clamped
@@ -106,9 +104,19 @@ pub fn calc_position(expires: u64, clk: u64) -> Position {
             expiry: clk,
         };
     }
-    let lvl = level_for_delta(expires - clk);
-    let expiry = round_up(expires, lvl);
-    let slot = (expiry >> level_shift(lvl)) as usize & (LVL_SIZE - 1);
+    let delta = expires - clk;
+    if delta < level_limit(0) {
+        // Level 0: one-tick granularity, the expiry is its own bucket time.
+        let slot = expires as usize & (LVL_SIZE - 1);
+        return Position {
+            idx: slot as u16,
+            expiry: expires,
+        };
+    }
+    let lvl = level_for_delta(delta);
+    let shift = level_shift(lvl);
+    let expiry = (expires.saturating_add((1 << shift) - 1) >> shift) << shift;
+    let slot = (expiry >> shift) as usize & (LVL_SIZE - 1);
     Position {
         idx: (lvl * LVL_SIZE + slot) as u16,
         expiry,

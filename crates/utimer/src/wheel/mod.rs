@@ -205,7 +205,7 @@ impl<T> Wheel<T> {
     /// Queues `value` at `pos`, which must have been computed by
     /// [`Wheel::position`] with the clock unchanged since (the kernel's
     /// `enqueue_timer()` after `calc_wheel_index()`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert_at(&mut self, pos: Position, value: T) -> Key {
         let idx = pos.idx as usize;
         debug_assert!(pos.idx == DUE || pos.expiry >= self.clk);
@@ -221,7 +221,7 @@ impl<T> Wheel<T> {
 
     /// Removes the entry `key` and returns its value, or `None` if the key is
     /// not (or no longer) in the wheel. The kernel's `detach_timer()`.
-    #[inline]
+    #[inline(always)]
     pub fn remove(&mut self, key: Key) -> Option<T> {
         let (value, emptied) = self.lists.remove(key.0)?;
         if let Some(bucket) = emptied {

@@ -68,47 +68,38 @@ impl<T> Lists<T> {
     ///
     /// # Panics
     /// If the wheel already holds [`MAX_ENTRIES`] entries.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push_front(&mut self, bucket: usize, value: T) -> u32 {
+        let first = self.heads[bucket];
+        let slot = Slot {
+            value: Some(value),
+            next: first,
+            prev: HEAD | bucket as u32,
+        };
         let key = if self.free != NIL {
             let key = self.free;
-            let slot = &mut self.slots[key as usize];
-            self.free = slot.next;
-            slot.value = Some(value);
+            let vacant = &mut self.slots[key as usize];
+            self.free = vacant.next;
+            *vacant = slot;
             key
         } else {
             let key = self.slots.len();
             assert!(key < MAX_ENTRIES, "utimer: wheel is full");
-            self.slots.push(Slot {
-                value: Some(value),
-                next: NIL,
-                prev: NIL,
-            });
+            self.slots.push(slot);
             key as u32
         };
-        self.link_front(bucket, key);
-        self.len += 1;
-        key
-    }
-
-    #[inline]
-    fn link_front(&mut self, bucket: usize, key: u32) {
-        let first = self.heads[bucket];
-        {
-            let slot = &mut self.slots[key as usize];
-            slot.next = first;
-            slot.prev = HEAD | bucket as u32;
-        }
         if first != NIL {
             self.slots[first as usize].prev = key;
         }
         self.heads[bucket] = key;
+        self.len += 1;
+        key
     }
 
     /// Unlinks slot `key`. Returns its value and, if it was the last entry of
     /// its bucket, that bucket's index. `None` if `key` is vacant or out of
     /// range.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn remove(&mut self, key: u32) -> Option<(T, Option<usize>)> {
         let slot = self.slots.get_mut(key as usize)?;
         let value = slot.value.take()?;
