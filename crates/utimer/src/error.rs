@@ -17,8 +17,6 @@ pub enum TimerError {
     NoSuchWorker {
         /// The index given (saturated to `u32::MAX`).
         worker: u32,
-        /// How many workers the system has.
-        workers: u32,
     },
 }
 
@@ -27,8 +25,8 @@ impl fmt::Display for TimerError {
         match self {
             TimerError::Shutdown => f.write_str("the timer system has been shut down"),
             TimerError::AlreadyPending => f.write_str("the timer is already pending"),
-            TimerError::NoSuchWorker { worker, workers } => {
-                write!(f, "no worker {worker}: the system has {workers} workers")
+            TimerError::NoSuchWorker { worker } => {
+                write!(f, "no worker {worker}: worker indices start at 0 and stay below the system's worker count")
             }
         }
     }

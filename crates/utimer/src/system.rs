@@ -13,7 +13,7 @@
 //! worker, assigned once per thread round-robin from a global counter (one
 //! relaxed atomic add per thread lifetime). No lock, no shared cache line.
 
-use crate::base::{run_expired, Base, BaseKind, BaseStats, KINDS};
+use crate::base::{run_expired, Base, BaseConfig, BaseKind, BaseStats, KINDS};
 use crate::clock::{Clock, TickSource};
 use crate::timer::raw::RawTimer;
 use crate::timer::state::{DEFERRABLE, PINNED};
@@ -45,8 +45,6 @@ pub(crate) struct Shared {
     pub(crate) bases: Box<[Base]>,
     pub(crate) workers: usize,
     pub(crate) ticks: TickSource,
-    pub(crate) stats: bool,
-    pub(crate) modify_check: ModifyCheck,
 }
 
 #[cfg(not(loom))]
@@ -88,7 +86,6 @@ impl Shared {
         } else {
             Err(TimerError::NoSuchWorker {
                 worker: worker.try_into().unwrap_or(u32::MAX),
-                workers: self.workers as u32,
             })
         }
     }
@@ -181,18 +178,17 @@ impl Builder {
     pub fn build(self) -> TimerSystem {
         let ticks = TickSource::new(self.clock, self.tick);
         let clk = ticks.now();
+        let config = BaseConfig {
+            same_bucket: self.modify_check == ModifyCheck::SameBucket,
+            count_matches: self.stats,
+            capacity: self.capacity,
+        };
         let shared = Arc::new_cyclic(|me| Shared {
             bases: (0..self.workers * KINDS)
-                .map(|i| {
-                    let base = Base::new(i as u32, clk, me.as_ptr());
-                    base.lock().wheel.reserve(self.capacity);
-                    base
-                })
+                .map(|i| Base::new(i as u32, clk, me.as_ptr(), config))
                 .collect(),
             workers: self.workers,
             ticks,
-            stats: self.stats,
-            modify_check: self.modify_check,
         });
         TimerSystem { shared }
     }

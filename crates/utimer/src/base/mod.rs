@@ -84,22 +84,37 @@ pub(crate) struct BaseInner {
 }
 
 /// One timer base. Cache-line aligned so that workers never share a line.
-#[repr(align(128))]
+/// `repr(C)` keeps what the lock-free `modify` check reads (`clk`, the
+/// configuration copies) on the first line, beside the lock.
+#[repr(C, align(128))]
 pub(crate) struct Base {
     lock: SpinLock,
+    /// Copy of the system's [`ModifyCheck`](crate::ModifyCheck): whether
+    /// `modify` makes the lock-free same-bucket check.
+    pub(crate) same_bucket: bool,
+    /// Copy of the system's statistics switch: count lock-free hits.
+    pub(crate) count_matches: bool,
+    /// This base's index in the system (`worker * 3 + kind`).
+    pub(crate) index: u32,
     /// Mirror of `wheel.clk()`; written under `lock`.
     pub(crate) clk: AtomicU64,
     /// The timer whose callback is running on this base, or null.
     pub(crate) running: AtomicPtr<RawTimer>,
-    /// Protected by `lock`.
-    inner: UnsafeCell<BaseInner>,
-    /// This base's index in the system (`worker * 3 + kind`).
-    pub(crate) index: u32,
     /// The system this base belongs to (it lives inside it).
     pub(crate) shared: *const Shared,
-    /// Lock-free same-bucket hits (only counted when statistics are on),
-    /// on its own cache line so counting does not slow down the lock.
+    /// Protected by `lock`.
+    inner: UnsafeCell<BaseInner>,
+    /// Lock-free `modify` hits (only counted when statistics are on), on its
+    /// own cache line so counting does not slow down the lock.
     pub(crate) matched: Padded<AtomicU64>,
+}
+
+/// Per-base copies of the system's settings.
+#[derive(Copy, Clone)]
+pub(crate) struct BaseConfig {
+    pub(crate) same_bucket: bool,
+    pub(crate) count_matches: bool,
+    pub(crate) capacity: usize,
 }
 
 /// Aligns a field to its own cache-line pair.
@@ -113,18 +128,20 @@ unsafe impl Sync for Base {}
 unsafe impl Send for Base {}
 
 impl Base {
-    pub(crate) fn new(index: u32, clk: u64, shared: *const Shared) -> Self {
+    pub(crate) fn new(index: u32, clk: u64, shared: *const Shared, config: BaseConfig) -> Self {
         Base {
             lock: SpinLock::new(),
+            same_bucket: config.same_bucket,
+            count_matches: config.count_matches,
+            index,
             clk: AtomicU64::new(clk),
             running: AtomicPtr::new(std::ptr::null_mut()),
+            shared,
             inner: UnsafeCell::new(BaseInner {
-                wheel: Wheel::with_clk(clk),
+                wheel: Wheel::with_capacity(clk, config.capacity),
                 stats: Counters::default(),
                 dead: false,
             }),
-            index,
-            shared,
             matched: Padded(AtomicU64::new(0)),
         }
     }

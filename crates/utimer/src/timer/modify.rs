@@ -64,7 +64,6 @@
 use super::raw::RawTimer;
 use super::state::{expires_of, idx_of, is_pending, MIGRATING};
 use crate::base::{lock_timer_base, Base};
-use crate::system::ModifyCheck;
 use crate::wheel::{bucket_expiry, calc_position, clamp_expiry, Position, DUE};
 use crate::TimerError;
 use std::ptr::NonNull;
@@ -94,6 +93,10 @@ struct Hint {
 
 /// Arms `timer` to expire at tick `expires`. Returns whether it was pending.
 /// `ptr` is the handle's pointer (see `BaseGuard::enqueue_timer`).
+///
+/// Only the lock-free checks are inlined into the caller; every path that
+/// takes a lock is a call, so the fast path carries no large prologue.
+#[inline]
 pub(crate) fn modify(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result<bool, TimerError> {
     // SAFETY: the caller's handle keeps the timer alive.
     let timer = unsafe { ptr.as_ref() };
@@ -101,14 +104,16 @@ pub(crate) fn modify(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result
     let mut hint = None;
     if is_pending(word) {
         let old = expires_of(word);
+        let base = timer.base();
         match mode {
             Mode::Add(_) => return Err(TimerError::AlreadyPending),
-            Mode::Modify | Mode::PendingOnly if old == expires => return Ok(true),
+            Mode::Modify | Mode::PendingOnly if old == expires => {
+                count_match(base);
+                return Ok(true);
+            }
             _ => {}
         }
-        let base = timer.base();
-        let sys = base.system();
-        if sys.modify_check == ModifyCheck::SameBucket || mode == Mode::Reduce {
+        if base.same_bucket || mode == Mode::Reduce {
             let clk = base.clk.load(Acquire);
             let expires = clamp_expiry(expires, clk);
             let pos = calc_position(expires, clk);
@@ -122,9 +127,7 @@ pub(crate) fn modify(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result
                 },
             };
             if done {
-                if sys.stats {
-                    base.matched.0.fetch_add(1, Relaxed);
-                }
+                count_match(base);
                 return Ok(true);
             }
             hint = Some(Hint {
@@ -134,6 +137,9 @@ pub(crate) fn modify(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result
                 expires,
             });
         }
+        if mode != Mode::Reduce {
+            return requeue(ptr, expires, mode, hint);
+        }
     } else if mode == Mode::PendingOnly {
         return Ok(false);
     } else {
@@ -142,11 +148,55 @@ pub(crate) fn modify(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result
     modify_locked(ptr, expires, mode, hint)
 }
 
+/// Counts a re-arm answered without the lock (when statistics are on).
+#[inline]
+fn count_match(base: &Base) {
+    if base.count_matches {
+        base.matched.0.fetch_add(1, Relaxed);
+    }
+}
+
+/// Re-arms a pending timer to another bucket: the common case (it stays on
+/// its base) as one straight path; anything else goes to [`modify_locked`].
+#[inline(never)]
+fn requeue(
+    ptr: NonNull<RawTimer>,
+    expires: u64,
+    mode: Mode,
+    hint: Option<Hint>,
+) -> Result<bool, TimerError> {
+    // SAFETY: the caller's handle keeps the timer alive.
+    let timer = unsafe { ptr.as_ref() };
+    let mut guard = lock_timer_base(timer);
+    let sys = guard.base.system();
+    let target = sys.base_index(sys.current_worker(), timer.flags.load(Relaxed));
+    if guard.dead || target != guard.base.index || !is_pending(timer.expires_idx.load(Relaxed)) {
+        drop(guard);
+        return modify_locked(ptr, expires, mode, hint);
+    }
+    guard.detach_if_pending(timer);
+    match hint {
+        Some(h) if h.base == guard.base.index && h.clk == guard.wheel.clk() => {
+            guard.enqueue_timer(ptr, h.pos, h.expires);
+            guard.stats.requeued += 1;
+        }
+        _ => {
+            guard.internal_add_timer(ptr, expires);
+            if hint.is_some() {
+                guard.stats.recalced += 1;
+            } else {
+                guard.stats.requeued += 1;
+            }
+        }
+    }
+    Ok(true)
+}
+
 /// Arms a timer that was not pending: the common case (a timeout armed on
 /// the base it is already on) as one straight path; anything else (it
 /// became pending meanwhile, it must move, the system is gone) goes to
 /// [`modify_locked`].
-#[inline]
+#[inline(never)]
 fn arm(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result<bool, TimerError> {
     // SAFETY: the caller's handle keeps the timer alive.
     let timer = unsafe { ptr.as_ref() };
@@ -166,6 +216,7 @@ fn arm(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result<bool, TimerEr
     Ok(false)
 }
 
+#[cold]
 #[inline(never)]
 fn modify_locked(
     ptr: NonNull<RawTimer>,
