@@ -14,6 +14,7 @@
 //! counted; the base is never left locked, and the timer counts as fired.
 
 use super::{Base, TimerPtr};
+use crate::sync::prefetch;
 use crate::timer::raw::RawTimer;
 use crate::timer::state::{expires_of, pack, IDX_NONE};
 use std::cell::Cell;
@@ -66,6 +67,13 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> usize {
     let mut n = 0;
     let mut published = guard.wheel.clk();
     while let Some(TimerPtr(ptr)) = guard.wheel.poll(now) {
+        // Start the cache misses of the next due timer while this one runs.
+        if let Some((next, after)) = guard.wheel.peek_due() {
+            prefetch(next.0.as_ptr());
+            if let Some(after) = after {
+                prefetch(after);
+            }
+        }
         // SAFETY: a timer the wheel holds is live (timer/raw.rs lifetime rules).
         let timer = unsafe { ptr.as_ref() };
         let word = timer.expires_idx.load(Relaxed);

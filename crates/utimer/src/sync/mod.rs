@@ -41,3 +41,17 @@ pub(crate) fn load_for_spin<T>(a: &AtomicPtr<T>) -> *mut T {
     #[cfg(loom)]
     return a.fetch_update(Acquire, Acquire, Some).unwrap();
 }
+
+/// Asks the CPU to bring `*p` into the cache (a hint: no effect on
+/// correctness, never faults, whatever the address).
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    // SAFETY: PREFETCHT0 does not access memory architecturally; it cannot
+    // fault or change any value, for any address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let _ = p;
+}

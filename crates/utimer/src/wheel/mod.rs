@@ -317,6 +317,14 @@ impl<T> Wheel<T> {
         }
     }
 
+    /// The entry the next [`poll`](Self::poll) returns if it is already in
+    /// the due list, and the storage of the one after it: what an expiry
+    /// loop prefetches while it runs the current entry.
+    #[inline]
+    pub fn peek_due(&self) -> Option<(&T, Option<&impl Sized>)> {
+        self.lists.front(DUE as usize)
+    }
+
     /// Moves one bucket due at or before `now` to the due list. Returns false
     /// (after advancing the clock past `now`) if no bucket is due.
     fn collect(&mut self, now: u64) -> bool {

@@ -144,6 +144,13 @@ impl<T> Lists<T> {
         }
     }
 
+    /// The first value of `bucket`, and the slot of the one after it.
+    #[inline]
+    pub(crate) fn front(&self, bucket: usize) -> Option<(&T, Option<&impl Sized>)> {
+        let slot = self.slots.get(self.heads[bucket] as usize)?;
+        Some((slot.value.as_ref()?, self.slots.get(slot.next as usize)))
+    }
+
     /// The value stored in slot `key`, if it is occupied.
     #[inline]
     pub(crate) fn get(&self, key: u32) -> Option<&T> {
