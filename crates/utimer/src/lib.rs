@@ -42,3 +42,8 @@ pub use clock::Clock;
 pub use error::TimerError;
 pub use system::{Builder, EnterGuard, ModifyCheck, TimerSystem};
 pub use timer::{Timer, TimerFlags};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
