@@ -81,7 +81,7 @@
 
 use super::raw::RawTimer;
 use super::state::{expires_of, idx_of, is_pending, MIGRATING};
-use crate::base::{lock_timer_base, Base};
+use crate::base::{lock_timer_base, Base, BaseGuard};
 use crate::wheel::{bucket_expiry, calc_position, clamp_expiry, Position, DUE};
 use crate::TimerError;
 use std::ptr::NonNull;
@@ -193,21 +193,38 @@ fn requeue(
         return modify_locked(ptr, expires, mode, hint);
     }
     guard.detach_if_pending(timer);
-    match hint {
+    enqueue_hinted(&mut guard, ptr, expires, hint, true);
+    Ok(true)
+}
+
+/// Queues the timer at the bucket computed before locking if that is still
+/// valid (same base, clock unmoved), else recomputes it: the patch's
+/// `idx != UINT_MAX && clk == base->clk` test. Counts the outcome: armed
+/// (it was not pending), or a re-arm that was requeued or recalculated.
+#[inline(always)]
+fn enqueue_hinted(
+    guard: &mut BaseGuard<'_>,
+    ptr: NonNull<RawTimer>,
+    expires: u64,
+    hint: Option<Hint>,
+    was_pending: bool,
+) {
+    let recalc = match hint {
         Some(h) if h.base == guard.base.index && h.clk == guard.wheel.clk() => {
             guard.enqueue_timer(ptr, h.pos, h.expires);
-            guard.stats.requeued += 1;
+            false
         }
         _ => {
             guard.internal_add_timer(ptr, expires);
-            if hint.is_some() {
-                guard.stats.recalced += 1;
-            } else {
-                guard.stats.requeued += 1;
-            }
+            hint.is_some()
         }
+    };
+    let stats = &mut guard.stats;
+    match (was_pending, recalc) {
+        (false, _) => stats.armed += 1,
+        (true, true) => stats.recalced += 1,
+        (true, false) => stats.requeued += 1,
     }
-    Ok(true)
 }
 
 /// Arms a timer that was not pending: the common case (a timeout armed on
@@ -294,23 +311,7 @@ fn modify_locked(
     }
     debug_assert!(std::ptr::eq(timer.base(), guard.base));
 
-    let mut recalc = false;
-    match hint {
-        Some(h) if h.base == guard.base.index && h.clk == guard.wheel.clk() => {
-            guard.enqueue_timer(ptr, h.pos, h.expires);
-        }
-        _ => {
-            recalc = hint.is_some();
-            guard.internal_add_timer(ptr, expires);
-        }
-    }
-    if !was_pending {
-        guard.stats.armed += 1;
-    } else if recalc {
-        guard.stats.recalced += 1;
-    } else {
-        guard.stats.requeued += 1;
-    }
+    enqueue_hinted(&mut guard, ptr, expires, hint, was_pending);
     Ok(was_pending)
 }
 
