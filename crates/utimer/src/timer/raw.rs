@@ -40,7 +40,7 @@ pub(crate) struct RawTimer {
     /// The base, with `MIGRATING` in the address's bit 0; see `state.rs`.
     /// Written under the base lock, read anywhere.
     pub(crate) base: AtomicPtr<Base>,
-    /// `PINNED`, `DEFERRABLE`, `SHUTDOWN`; see `state.rs`.
+    /// `PINNED`, `DEFERRABLE`; see `state.rs`.
     pub(crate) flags: AtomicU32,
     /// The timer's key in its base's wheel. Protected by the base lock;
     /// meaningful only while pending.

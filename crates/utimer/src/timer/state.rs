@@ -20,8 +20,7 @@
 //! bit 0 is free for [`MIGRATING`]: set while the timer moves between two
 //! bases, when it is on neither.
 //!
-//! **`flags`** holds [`PINNED`] and [`DEFERRABLE`] (fixed at creation) and
-//! [`SHUTDOWN`].
+//! **`flags`** holds [`PINNED`] and [`DEFERRABLE`], fixed at creation.
 //!
 //! `expires_idx` and `base` are written only under the lock of the base
 //! named in `base` (and `MIGRATING` is set and cleared only while moving
@@ -65,9 +64,6 @@ pub(crate) const MIGRATING: usize = 1;
 pub(crate) const PINNED: u32 = 1 << 0;
 /// See [`TimerFlags::DEFERRABLE`](crate::TimerFlags::DEFERRABLE).
 pub(crate) const DEFERRABLE: u32 = 1 << 1;
-/// Reserved for `shutdown` (timer_shutdown): later arms are refused.
-#[allow(dead_code)]
-pub(crate) const SHUTDOWN: u32 = 1 << 2;
 
 #[cfg(test)]
 mod tests {
