@@ -15,25 +15,29 @@
 //!
 //! * The wheel, the statistics and `dead` are only touched with the base's
 //!   lock held ([`BaseGuard`]).
-//! * A timer's `expires_idx`, `state` and wheel key are written only by a
-//!   thread holding the lock of the base named in the timer's `state`.
-//!   Anyone may read `expires_idx` and `state` at any time.
+//! * A timer's `expires_idx`, `base` and wheel key are written only by a
+//!   thread holding the lock of the base named in the timer's `base` word.
+//!   Anyone may read `expires_idx` and `base` at any time.
 //! * `clk` mirrors the wheel clock: written under the lock, read by anyone
 //!   (only for the lock-free same-bucket check in `modify`).
 //! * `running` is written under the lock by the thread expiring this base;
 //!   it names the timer whose callback that thread is running, outside the
 //!   lock.
-//! * No callback, allocation, deallocation or user code ever runs under a
-//!   base lock.
+//! * No callback, deallocation or user code ever runs under a base lock.
+//!   The one allocation that can happen there is the wheel's slab growing
+//!   when the base holds more pending timers than ever before (amortized
+//!   doubling; [`Builder::capacity_per_base`](crate::Builder::capacity_per_base)
+//!   reserves it up front).
 //!
 //! # Lock order
 //!
-//! A thread holds at most one base lock, with one exception: moving a timer
-//! between bases in `modify` takes the old base's lock, marks the timer
-//! `MIGRATING`, **releases** the old lock and only then takes the new one.
-//! Two base locks are never held at once, so there is no lock order between
-//! bases to get wrong. Finding a timer's base is the kernel's
-//! `lock_timer_base()`: read `state`, lock that base, re-read `state`, and
+//! A thread holds at most one base lock at a time. Moving a timer between
+//! bases in `modify` takes the old base's lock, marks the timer `MIGRATING`,
+//! **releases** the old lock and only then takes the new one. As two base
+//! locks are never held at once, there is no order between them to get
+//! wrong, and no deadlock between two threads moving timers in opposite
+//! directions. Finding a timer's base is the kernel's
+//! `lock_timer_base()`: read `base`, lock that base, re-read `base`, and
 //! retry if the timer moved meanwhile or is `MIGRATING`.
 
 mod expire;
