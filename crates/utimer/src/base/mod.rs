@@ -14,7 +14,7 @@
 //! # Ground rules: who may touch what
 //!
 //! * The wheel, the statistics and `dead` are only touched with the base's
-//!   lock held ([`BaseGuard`]).
+//!   lock held (a `BaseGuard`).
 //! * A timer's `expires_idx`, `base` and wheel key are written only by a
 //!   thread holding the lock of the base named in the timer's `base` word.
 //!   Anyone may read `expires_idx` and `base` at any time.
