@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Formatting and lints, exactly as CI runs them.
+# Formatting, lints and rustdoc (broken doc links fail), exactly as CI runs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
