@@ -3,7 +3,7 @@
 //! Today it has one subcommand, `bench`, which measures utimer side by side
 //! with the timer facilities people use instead (tokio's timer, tokio-util's
 //! `DelayQueue`, a binary heap, a `BTreeMap`, POSIX timers and `timerfd`).
-//! See [`bench`] for the methodology.
+//! See [`mod@bench`] for the methodology.
 //!
 //! Argument parsing is done by hand: the surface is four flags, and a parser
 //! dependency would cost more build time than it saves. Usage errors print a

@@ -16,7 +16,7 @@
 //!   wheel behind one mutex for the whole runtime.) The loop runs inside
 //!   `tokio::task::unconstrained`, otherwise the coop budget would turn
 //!   every poll after the 128th into a no-op.
-//! * **Mutex<BinaryHeap>**: one shared lazy-deletion heap behind a
+//! * **`Mutex<BinaryHeap>`**: one shared lazy-deletion heap behind a
 //!   `std::sync::Mutex`, locked once to arm and once to cancel: what a
 //!   program gets by sharing its single-threaded queue.
 //! * **timerfd per thread**: each thread its own fd; the kernel's timer
