@@ -174,6 +174,18 @@ fn count_match(base: &Base) {
     }
 }
 
+/// Locks the timer's base if it is where the timer belongs now (the base of
+/// `worker`, by default the caller's) and its system is alive. `None`, with
+/// nothing locked, sends the caller to the general path.
+#[inline(always)]
+fn lock_if_home(timer: &RawTimer, worker: Option<u32>) -> Option<BaseGuard<'_>> {
+    let guard = lock_timer_base(timer);
+    let sys = guard.base.system();
+    let worker = worker.map_or_else(|| sys.current_worker(), |w| w as usize);
+    let target = sys.base_index(worker, timer.flags.load(Relaxed));
+    (!guard.dead && target == guard.base.index).then_some(guard)
+}
+
 /// Re-arms a pending timer to another bucket: the common case (it stays on
 /// its base) as one straight path; anything else goes to [`modify_locked`].
 #[inline(never)]
@@ -185,13 +197,10 @@ fn requeue(
 ) -> Result<bool, TimerError> {
     // SAFETY: the caller's handle keeps the timer alive.
     let timer = unsafe { ptr.as_ref() };
-    let mut guard = lock_timer_base(timer);
-    let sys = guard.base.system();
-    let target = sys.base_index(sys.current_worker(), timer.flags.load(Relaxed));
-    if guard.dead || target != guard.base.index || !is_pending(timer.expires_idx.load(Relaxed)) {
-        drop(guard);
+    let guard = lock_if_home(timer, None).filter(|_| is_pending(timer.expires_idx.load(Relaxed)));
+    let Some(mut guard) = guard else {
         return modify_locked(ptr, expires, mode, hint);
-    }
+    };
     guard.detach_if_pending(timer);
     enqueue_hinted(&mut guard, ptr, expires, hint, true);
     Ok(true)
@@ -235,17 +244,14 @@ fn enqueue_hinted(
 fn arm(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result<bool, TimerError> {
     // SAFETY: the caller's handle keeps the timer alive.
     let timer = unsafe { ptr.as_ref() };
-    let mut guard = lock_timer_base(timer);
-    let sys = guard.base.system();
-    let worker = match mode {
-        Mode::Add(Some(worker)) => worker as usize,
-        _ => sys.current_worker(),
+    let on = match mode {
+        Mode::Add(on) => on,
+        _ => None,
     };
-    let target = sys.base_index(worker, timer.flags.load(Relaxed));
-    if guard.dead || target != guard.base.index || is_pending(timer.expires_idx.load(Relaxed)) {
-        drop(guard);
+    let guard = lock_if_home(timer, on).filter(|_| !is_pending(timer.expires_idx.load(Relaxed)));
+    let Some(mut guard) = guard else {
         return modify_locked(ptr, expires, mode, None);
-    }
+    };
     guard.internal_add_timer(ptr, expires);
     guard.stats.armed += 1;
     Ok(false)
