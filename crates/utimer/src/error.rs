@@ -13,6 +13,12 @@ pub enum TimerError {
     Shutdown,
     /// `add` on a timer that is already pending (the kernel would `BUG()`).
     AlreadyPending,
+    /// `try_delete_sync`: the callback is running right now; nothing was
+    /// changed.
+    Running,
+    /// `delete_sync` or `shutdown_sync` called from the timer's own callback,
+    /// where waiting for the callback would wait forever; nothing was changed.
+    InOwnCallback,
     /// A worker index out of range.
     NoSuchWorker {
         /// The index given (saturated to `u32::MAX`).
@@ -25,6 +31,10 @@ impl fmt::Display for TimerError {
         match self {
             TimerError::Shutdown => f.write_str("the timer system has been shut down"),
             TimerError::AlreadyPending => f.write_str("the timer is already pending"),
+            TimerError::Running => f.write_str("the timer's callback is running"),
+            TimerError::InOwnCallback => f.write_str(
+                "a synchronous delete from the timer's own callback would wait for itself",
+            ),
             TimerError::NoSuchWorker { worker } => {
                 write!(f, "no worker {worker}: worker indices start at 0 and stay below the system's worker count")
             }

@@ -14,9 +14,9 @@
 //! counted; the base is never left locked, and the timer counts as fired.
 
 use super::{Base, TimerPtr};
-use crate::sync::prefetch;
+use crate::sync::{futex, prefetch};
 use crate::timer::raw::RawTimer;
-use crate::timer::state::{expires_of, pack, IDX_NONE};
+use crate::timer::state::{expires_of, idx_of, pack, IDX_NONE, IDX_RUNNING};
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -43,17 +43,6 @@ pub(crate) fn running_here(timer: *const RawTimer) -> bool {
     RUNNING.with(|r| r.get().0 == timer)
 }
 
-/// Called while a timer's callback runs elsewhere: returns true at once if it
-/// runs on this very thread (waiting would deadlock), else waits a moment
-/// and returns false so the caller looks again.
-pub(crate) fn running_here_or_wait(timer: *const RawTimer) -> bool {
-    if running_here(timer) {
-        return true;
-    }
-    crate::sync::yield_now();
-    false
-}
-
 /// Asks the expiring thread to free the running timer once its callback
 /// returns (the handle was dropped inside it).
 pub(crate) fn free_after_callback() {
@@ -76,12 +65,14 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> usize {
         }
         // SAFETY: a timer the wheel holds is live (timer/raw.rs lifetime rules).
         let timer = unsafe { ptr.as_ref() };
+        // `running` first, then the word: whoever sees IDX_RUNNING in the
+        // word also sees `running` naming the timer.
+        base.running.store(ptr.as_ptr(), Release);
         let word = timer.expires_idx.load(Relaxed);
         timer
             .expires_idx
-            .store(pack(expires_of(word), IDX_NONE), Release);
+            .store(pack(expires_of(word), IDX_RUNNING), Release);
         guard.stats.fired += 1;
-        base.running.store(ptr.as_ptr(), Release);
         if guard.wheel.clk() != published {
             published = guard.wheel.clk();
             guard.publish_clk();
@@ -93,17 +84,35 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> usize {
 
         guard = base.lock();
         base.running.store(ptr::null_mut(), Release);
+        // Idle again, unless the callback re-armed it. (The owner may free
+        // the timer as soon as the lock is released: this is the last touch.)
+        let word = timer.expires_idx.load(Relaxed);
+        if idx_of(word) == IDX_RUNNING {
+            timer
+                .expires_idx
+                .store(pack(expires_of(word), IDX_NONE), Release);
+        }
         if panicked {
             guard.stats.panicked += 1;
         }
-        if free {
+        let wake = guard.waiters != 0;
+        if wake {
+            guard.waiters = 0;
+            base.callback_seq.fetch_add(1, Release);
+        }
+        if wake || free {
             drop(guard);
-            // The handle was dropped inside the callback, which may have
-            // re-armed the timer afterwards: detach it again, then free it.
-            crate::timer::detach_and_wait(ptr);
-            // SAFETY: the owning handle is gone, the timer is detached and no
-            // callback of it runs: nothing can reach it any more.
-            unsafe { RawTimer::free(ptr) };
+            if wake {
+                futex::wake_all(&base.callback_seq);
+            }
+            if free {
+                // The handle was dropped inside the callback, which may have
+                // re-armed the timer afterwards: detach it again, then free it.
+                crate::timer::detach_and_wait(ptr);
+                // SAFETY: the owning handle is gone, the timer is detached and
+                // no callback of it runs: nothing can reach it any more.
+                unsafe { RawTimer::free(ptr) };
+            }
             guard = base.lock();
         }
     }

@@ -43,14 +43,14 @@
 mod expire;
 mod stats;
 
-pub(crate) use expire::{free_after_callback, run_expired, running_here, running_here_or_wait};
+pub(crate) use expire::{free_after_callback, run_expired, running_here};
 pub use stats::BaseStats;
 pub(crate) use stats::Counters;
 
-use crate::sync::{load_for_spin, spin_hint, AtomicPtr, AtomicU64, SpinLock};
+use crate::sync::{load_for_spin, spin_hint, AtomicPtr, AtomicU32, AtomicU64, SpinLock};
 use crate::system::Shared;
 use crate::timer::raw::RawTimer;
-use crate::timer::state::{is_pending, pack, IDX_NONE, MIGRATING};
+use crate::timer::state::{is_pending, pack, IDX_NONE, IDX_RUNNING, MIGRATING};
 use crate::wheel::{clamp_expiry, Key, Position, Wheel};
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
@@ -85,6 +85,9 @@ pub(crate) struct BaseInner {
     pub(crate) stats: Counters,
     /// Set when the system shuts down: the base accepts no more timers.
     pub(crate) dead: bool,
+    /// Threads blocked in `delete_sync` until the running callback returns;
+    /// the expiring thread wakes them through `callback_seq`.
+    pub(crate) waiters: u32,
 }
 
 /// One timer base. Cache-line aligned so that workers never share a line.
@@ -111,6 +114,9 @@ pub(crate) struct Base {
     /// Lock-free `modify` hits (only counted when statistics are on), on its
     /// own cache line so counting does not slow down the lock.
     pub(crate) matched: Padded<AtomicU64>,
+    /// Bumped when a callback returns while `waiters` is non-zero: the word
+    /// `delete_sync` sleeps on (futex).
+    pub(crate) callback_seq: AtomicU32,
 }
 
 /// Per-base copies of the system's settings.
@@ -145,8 +151,10 @@ impl Base {
                 wheel: Wheel::with_capacity(clk, config.capacity),
                 stats: Counters::default(),
                 dead: false,
+                waiters: 0,
             }),
             matched: Padded(AtomicU64::new(0)),
+            callback_seq: AtomicU32::new(0),
         }
     }
 
@@ -234,10 +242,14 @@ impl BaseGuard<'_> {
         let key = Key::from_u32(unsafe { timer.key() });
         let removed = self.wheel.remove(key);
         debug_assert_eq!(removed, Some(TimerPtr(NonNull::from(timer))));
-        timer.expires_idx.store(
-            pack(crate::timer::state::expires_of(word), IDX_NONE),
-            Release,
-        );
+        // A timer re-armed by its running callback and deleted before the
+        // callback returns is still running: say so, or `delete_sync` would
+        // take it for idle.
+        let running = self.base.running.load(Relaxed) == NonNull::from(timer).as_ptr();
+        let idx = if running { IDX_RUNNING } else { IDX_NONE };
+        timer
+            .expires_idx
+            .store(pack(crate::timer::state::expires_of(word), idx), Release);
         true
     }
 

@@ -7,6 +7,7 @@
 //!
 //! [loom]: https://docs.rs/loom
 
+pub(crate) mod futex;
 mod spinlock;
 
 pub(crate) use spinlock::SpinLock;

@@ -19,11 +19,12 @@
 //!   jiffies); `*_after` and `*_at` convert from `Duration` and `Instant`,
 //!   rounding up so the timer is never early.
 
+pub(crate) mod delete_sync;
 pub(crate) mod modify;
 pub(crate) mod raw;
 pub(crate) mod state;
 
-use crate::base::{lock_timer_base, running_here_or_wait};
+use crate::base::lock_timer_base;
 use crate::TimerError;
 use modify::Mode;
 use raw::RawTimer;
@@ -161,6 +162,56 @@ impl Timer {
         modify::delete(self.raw())
     }
 
+    /// Cancels the timer and waits until its callback is not running on any
+    /// worker; returns whether it was pending. On `Ok` the callback neither
+    /// runs nor will run unless the timer is armed again. The kernel's
+    /// `timer_delete_sync()`: one base looked at, whatever the number of
+    /// workers; an idle timer costs one atomic load. Read the
+    /// synchronization rules in `timer/delete_sync.rs`: never call it while
+    /// holding a lock the callback takes.
+    ///
+    /// # Errors
+    /// [`TimerError::InOwnCallback`] when called from the timer's own
+    /// callback (it would wait for itself); nothing is changed then.
+    pub fn delete_sync(&self) -> Result<bool, TimerError> {
+        delete_sync::delete_sync(self.raw, delete_sync::Sync::Wait, false)
+    }
+
+    /// Cancels the timer unless its callback is running; returns whether it
+    /// was pending. The kernel's `try_to_del_timer_sync()`.
+    ///
+    /// # Errors
+    /// [`TimerError::Running`] if the callback is running on some worker
+    /// (or is the caller); nothing is changed then.
+    pub fn try_delete_sync(&self) -> Result<bool, TimerError> {
+        delete_sync::delete_sync(self.raw, delete_sync::Sync::Try, false)
+    }
+
+    /// Cancels the timer and refuses every later arm: `add`, `modify`,
+    /// `reduce` and the rest then do nothing and report the timer as not
+    /// pending. Returns whether it was pending. Does not wait for a running
+    /// callback. The kernel's `timer_shutdown()`.
+    pub fn shutdown(&self) -> bool {
+        delete_sync::shutdown(self.raw)
+    }
+
+    /// [`shutdown`](Self::shutdown), then waits until the callback is not
+    /// running, as [`delete_sync`](Self::delete_sync). Because the callback's
+    /// own re-arms are refused, this terminates even for a timer that
+    /// re-arms itself. The kernel's `timer_shutdown_sync()`.
+    ///
+    /// # Errors
+    /// [`TimerError::InOwnCallback`] when called from the timer's own
+    /// callback; nothing is changed then.
+    pub fn shutdown_sync(&self) -> Result<bool, TimerError> {
+        delete_sync::delete_sync(self.raw, delete_sync::Sync::Wait, true)
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) has been called.
+    pub fn is_shutdown(&self) -> bool {
+        self.raw().flags.load(Acquire) & state::SHUTDOWN != 0
+    }
+
     /// Whether the timer is queued. The kernel's `timer_pending()`.
     #[inline]
     pub fn is_pending(&self) -> bool {
@@ -233,19 +284,8 @@ impl std::fmt::Debug for Timer {
 /// on any base (other than as the caller's own callback). Counts a pending
 /// timer as deleted.
 pub(crate) fn detach_and_wait(raw: NonNull<RawTimer>) {
-    // SAFETY: the caller keeps the allocation alive.
-    let timer = unsafe { raw.as_ref() };
-    loop {
-        let mut guard = lock_timer_base(timer);
-        if guard.detach_if_pending(timer) {
-            guard.stats.deleted += 1;
-        }
-        let running = guard.base.running.load(Acquire) == raw.as_ptr();
-        drop(guard);
-        if !running || running_here_or_wait(raw.as_ptr()) {
-            return;
-        }
-    }
+    let done = delete_sync::delete_sync(raw, delete_sync::Sync::WaitUnchecked, false);
+    debug_assert!(done.is_ok());
 }
 
 impl Drop for Timer {

@@ -80,7 +80,7 @@
 //! `clk == base->clk` test.
 
 use super::raw::RawTimer;
-use super::state::{expires_of, idx_of, is_pending, MIGRATING};
+use super::state::{expires_of, idx_of, is_pending, MIGRATING, SHUTDOWN};
 use crate::base::{lock_timer_base, Base, BaseGuard};
 use crate::wheel::{bucket_expiry, calc_position, clamp_expiry, Position, DUE};
 use crate::TimerError;
@@ -182,8 +182,9 @@ fn lock_if_home(timer: &RawTimer, worker: Option<u32>) -> Option<BaseGuard<'_>> 
     let guard = lock_timer_base(timer);
     let sys = guard.base.system();
     let worker = worker.map_or_else(|| sys.current_worker(), |w| w as usize);
-    let target = sys.base_index(worker, timer.flags.load(Relaxed));
-    (!guard.dead && target == guard.base.index).then_some(guard)
+    let flags = timer.flags.load(Relaxed);
+    let target = sys.base_index(worker, flags);
+    (!guard.dead && flags & SHUTDOWN == 0 && target == guard.base.index).then_some(guard)
 }
 
 /// Re-arms a pending timer to another bucket: the common case (it stays on
@@ -271,6 +272,10 @@ fn modify_locked(
     let sys = guard.base.system();
     if guard.dead {
         return Err(TimerError::Shutdown);
+    }
+    if timer.flags.load(Relaxed) & SHUTDOWN != 0 {
+        // timer_shutdown(): later arms are silently refused.
+        return Ok(false);
     }
     let word = timer.expires_idx.load(Relaxed);
     let was_pending = is_pending(word);

@@ -53,12 +53,18 @@
 //!
 //! # Expiry
 //!
-//! The wheel clock `clk` is the next tick not yet processed. [`Wheel::poll`]
-//! moves the buckets of the next due tick (at most `now`) to a list of due
-//! entries and hands those out one at a time, so the caller may insert and
-//! remove entries between two of them — a timer callback may re-arm itself.
-//! An expiry before `clk` (in the past) goes straight to the due list and is
-//! returned by the next `poll`, whatever `now` it is given.
+//! The wheel clock `clk` is the next tick not yet processed. A *run* is a
+//! sequence of [`Wheel::poll`] calls up to the one that returns `None`. It
+//! moves the buckets of each due tick (at most `now`) to a run list and
+//! hands those out one at a time, so the caller may insert and remove
+//! entries between two of them — a timer callback may re-arm itself.
+//!
+//! An expiry before `clk` (in the past) goes to the *due list*, which the
+//! next run takes over first, whatever `now` it is given. A past expiry
+//! inserted *during* a run waits on the due list for the next run. Were it
+//! handed out in the same run, a callback that always re-arms its timer
+//! into the past would keep the run going forever (the kernel avoids the
+//! same livelock by queueing such a timer for the next tick).
 //!
 //! # Storage
 //!
@@ -76,6 +82,9 @@ pub use index::{
 };
 
 use slab::Lists;
+
+/// The run list: entries of the current run, handed out by `poll`.
+const RUN: usize = BUCKETS + 1;
 
 /// Identifies an entry in a [`Wheel`]. Valid until the entry is removed or
 /// returned by [`Wheel::poll`]; after that the key may be reused for another
@@ -121,8 +130,11 @@ pub struct Wheel<T> {
     clk: u64,
     /// One bit per non-empty bucket, per level.
     pending: [u64; LEVELS],
-    /// Buckets `0..BUCKETS` plus the due list at [`DUE`].
+    /// Buckets `0..BUCKETS`, the due list at [`DUE`] and the run list at
+    /// `RUN`.
     lists: Lists<T>,
+    /// A run is under way (`poll` has not returned `None` since it began).
+    in_run: bool,
     /// Cached earliest bucket time (`u64::MAX`: none), valid unless `recalc`.
     next: u64,
     recalc: bool,
@@ -150,7 +162,8 @@ impl<T> Wheel<T> {
         Wheel {
             clk: clk.min(MAX_TICK),
             pending: [0; LEVELS],
-            lists: Lists::new(BUCKETS + 1, capacity),
+            lists: Lists::new(BUCKETS + 2, capacity),
+            in_run: false,
             next: u64::MAX,
             recalc: false,
         }
@@ -250,7 +263,7 @@ impl<T> Wheel<T> {
     /// The kernel's `__next_timer_interrupt()`.
     #[inline]
     pub fn next_expiry(&mut self) -> Option<u64> {
-        if !self.lists.is_bucket_empty(DUE as usize) {
+        if !self.lists.is_bucket_empty(DUE as usize) || !self.lists.is_bucket_empty(RUN) {
             return Some(self.clk.saturating_sub(1));
         }
         let next = self.next_bucket_expiry();
@@ -290,6 +303,7 @@ impl<T> Wheel<T> {
     pub fn forward(&mut self, now: u64) {
         let now = now.min(MAX_TICK);
         if self.lists.is_bucket_empty(DUE as usize)
+            && self.lists.is_bucket_empty(RUN)
             && now >= self.clk
             && self.next_bucket_expiry() > now
         {
@@ -299,19 +313,30 @@ impl<T> Wheel<T> {
 
     /// Removes and returns one entry that is due at `now`, or `None` when
     /// nothing more is due; afterwards the clock is `now + 1` (or later).
+    /// The `None` ends the run: entries inserted into the past since it
+    /// began are handed out by the next run.
     ///
     /// Entries are returned in bucket order; within a bucket in no particular
-    /// order. The caller may insert and remove entries between two calls. The
-    /// kernel's `__run_timers()` loop: `collect_expired_timers()` followed
-    /// by `expire_timers()`.
+    /// order. The caller may insert and remove entries between two calls; see
+    /// the module docs for entries inserted into the past meanwhile. The
+    /// kernel's `__run_timers()` loop: `collect_expired_timers()` followed by
+    /// `expire_timers()`.
     #[inline]
     pub fn poll(&mut self, now: u64) -> Option<T> {
         let now = now.min(MAX_TICK);
+        if !self.in_run {
+            // A new run takes over everything that was already due.
+            self.in_run = true;
+            if !self.lists.is_bucket_empty(DUE as usize) {
+                self.lists.move_bucket(DUE as usize, RUN);
+            }
+        }
         loop {
-            if let Some(value) = self.lists.pop_front(DUE as usize) {
+            if let Some(value) = self.lists.pop_front(RUN) {
                 return Some(value);
             }
             if !self.collect(now) {
+                self.in_run = false;
                 return None;
             }
         }
@@ -322,10 +347,10 @@ impl<T> Wheel<T> {
     /// loop prefetches while it runs the current entry.
     #[inline]
     pub fn peek_due(&self) -> Option<(&T, Option<&impl Sized>)> {
-        self.lists.front(DUE as usize)
+        self.lists.front(RUN)
     }
 
-    /// Moves one bucket due at or before `now` to the due list. Returns false
+    /// Moves one bucket due at or before `now` to the (empty) run list. Returns false
     /// (after advancing the clock past `now`) if no bucket is due.
     fn collect(&mut self, now: u64) -> bool {
         let t = self.next_bucket_expiry();
@@ -345,7 +370,7 @@ impl<T> Wheel<T> {
             let slot = (t >> level_shift(lvl)) as usize & (LVL_SIZE - 1);
             if self.pending[lvl] & (1 << slot) != 0 {
                 self.pending[lvl] &= !(1 << slot);
-                self.lists.move_bucket(lvl * LVL_SIZE + slot, DUE as usize);
+                self.lists.move_bucket(lvl * LVL_SIZE + slot, RUN);
                 self.recalc = true;
                 return true;
             }
@@ -370,6 +395,7 @@ impl<T> Wheel<T> {
         self.pending = [0; LEVELS];
         self.next = u64::MAX;
         self.recalc = false;
+        self.in_run = false;
     }
 }
 

@@ -127,6 +127,7 @@ fn range_clamp_and_extreme_values() {
     assert_eq!(w.next_expiry(), Some(round_up(MAX_DELTA, LEVELS - 1)));
     assert_eq!(w.poll(MAX_DELTA - 1), None);
     assert_eq!(w.poll(u64::MAX), Some('x'));
+    assert_eq!(w.poll(u64::MAX), None, "the run ends");
     assert_eq!(w.remove(k), None);
     // Clock saturates instead of overflowing.
     w.forward(u64::MAX);
@@ -153,6 +154,24 @@ fn many_levels_at_one_tick() {
     assert_eq!(got, vec![0, 1, 2, 3]);
     assert!(w.is_empty());
     assert_eq!(w.next_expiry(), None);
+}
+
+#[test]
+fn past_insert_during_a_run_waits_for_the_next_run() {
+    // A callback that always re-arms into the past must not keep one run
+    // going forever.
+    let mut w = Wheel::with_clk(10);
+    w.insert(3, 0u32);
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let mut n = 0;
+        while let Some(v) = w.poll(20) {
+            n += 1;
+            w.insert(0, v + 1);
+        }
+        runs.push(n);
+    }
+    assert_eq!(runs, vec![1, 1, 1]);
 }
 
 #[test]
