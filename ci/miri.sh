@@ -12,5 +12,6 @@ cargo +nightly miri setup
 # Isolation off: the monotonic clock is read through libc. Few proptest cases:
 # Miri is ~1000x slower than native code.
 MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}" PROPTEST_CASES=4 CARGO_TARGET_DIR=target/miri \
-  cargo +nightly miri test -p utimer --lib --test callbacks --test bad_input --test model \
-  -- timer:: base:: clock:: callback rearm drop delete past huge outliving misuse panicking timers_match_model
+  cargo +nightly miri test -p utimer --lib --test callbacks --test bad_input --test model --test delete_sync \
+  -- timer:: base:: clock:: callback rearm drop delete past huge outliving misuse panicking timers_match_model \
+  waits pending from_its try_ shutdown

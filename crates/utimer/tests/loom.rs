@@ -131,3 +131,129 @@ fn drop_waits_for_callback() {
         expirer.join().unwrap();
     });
 }
+
+/// Callback bookkeeping for the delete_sync models: counts callbacks
+/// running at once (never above one) and fails if one starts after the
+/// synchronous delete returned.
+#[derive(Clone, Default)]
+struct Watch {
+    running: Arc<AtomicUsize>,
+    returned: Arc<AtomicBool>,
+}
+
+impl Watch {
+    fn enter(&self) {
+        assert!(
+            !self.returned.load(SeqCst),
+            "callback started after delete_sync returned"
+        );
+        assert_eq!(
+            self.running.fetch_add(1, SeqCst),
+            0,
+            "callback on two threads at once"
+        );
+    }
+    fn exit(&self) {
+        self.running.fetch_sub(1, SeqCst);
+    }
+    fn returned(&self) {
+        assert_eq!(
+            self.running.load(SeqCst),
+            0,
+            "delete_sync returned while the callback ran"
+        );
+        self.returned.store(true, SeqCst);
+    }
+}
+
+/// delete_sync racing with the expiry of the timer.
+#[test]
+fn delete_sync_vs_expire() {
+    model(|| {
+        let (sys, clock) = system(1);
+        let w = Watch::default();
+        let cb = w.clone();
+        let t = sys.timer(TimerFlags::empty(), move |_| {
+            cb.enter();
+            cb.exit();
+        });
+        t.modify(1).unwrap();
+        clock.set(1);
+        let expirer = {
+            let sys = sys.clone();
+            thread::spawn(move || sys.run_expired(0, 1).unwrap())
+        };
+        t.delete_sync().unwrap();
+        w.returned();
+        assert!(!t.is_pending());
+        expirer.join().unwrap();
+    });
+}
+
+/// shutdown_sync against a callback that re-arms its own timer: it
+/// terminates, and nothing runs afterwards.
+#[test]
+fn shutdown_sync_vs_rearming_callback() {
+    model(|| {
+        let (sys, clock) = system(1);
+        let w = Watch::default();
+        let cb = w.clone();
+        let t = sys.timer(TimerFlags::empty(), move |me| {
+            cb.enter();
+            let _ = me.modify(0);
+            cb.exit();
+        });
+        t.modify(1).unwrap();
+        clock.set(1);
+        let expirer = {
+            let sys = sys.clone();
+            thread::spawn(move || {
+                sys.run_expired(0, 1).unwrap();
+                sys.run_expired(0, 1).unwrap();
+            })
+        };
+        t.shutdown_sync().unwrap();
+        w.returned();
+        assert!(!t.is_pending());
+        expirer.join().unwrap();
+        assert!(!t.is_pending(), "re-arms after shutdown are refused");
+    });
+}
+
+/// A third thread re-arms the timer from another worker while its callback
+/// may be running: the timer must not move there and run twice at once;
+/// delete_sync still waits for the one running callback.
+#[test]
+fn modify_from_third_thread_vs_running_callback() {
+    model(|| {
+        let (sys, clock) = system(2);
+        let w = Watch::default();
+        let cb = w.clone();
+        let t = {
+            let _g = sys.enter(0).unwrap();
+            let t = Arc::new(sys.timer(TimerFlags::empty(), move |_| {
+                cb.enter();
+                cb.exit();
+            }));
+            t.modify(1).unwrap();
+            t
+        };
+        clock.set(1);
+        let expirer = {
+            let sys = sys.clone();
+            thread::spawn(move || sys.run_expired(0, 1).unwrap())
+        };
+        let third = {
+            let (sys, t) = (sys.clone(), t.clone());
+            thread::spawn(move || {
+                let _g = sys.enter(1).unwrap();
+                t.modify(0).unwrap();
+                sys.run_expired(1, 1).unwrap();
+            })
+        };
+        third.join().unwrap();
+        t.delete_sync().unwrap();
+        w.returned();
+        expirer.join().unwrap();
+    });
+}
