@@ -99,18 +99,20 @@ pub(crate) fn delete_sync(
     if !shutdown && is_idle(timer.expires_idx.load(Acquire)) {
         return Ok(false);
     }
-    if sync == Sync::Wait && running_here(me) {
-        return Err(TimerError::InOwnCallback);
-    }
     let mut was_pending = false;
     loop {
         let mut guard = lock_timer_base(timer);
+        let running = guard.base.running.load(Relaxed) == me;
+        // Refusals come first: they change nothing.
+        if running {
+            match sync {
+                Sync::Try => return Err(TimerError::Running),
+                Sync::Wait if running_here(me) => return Err(TimerError::InOwnCallback),
+                _ => {}
+            }
+        }
         if shutdown {
             timer.flags.fetch_or(SHUTDOWN, Relaxed);
-        }
-        let running = guard.base.running.load(Relaxed) == me;
-        if running && sync == Sync::Try {
-            return Err(TimerError::Running);
         }
         if guard.detach_if_pending(timer) {
             guard.stats.deleted += 1;
@@ -152,4 +154,30 @@ pub(crate) fn shutdown(ptr: NonNull<RawTimer>) -> bool {
         guard.stats.deleted += 1;
     }
     was_pending
+}
+
+/// The 2004 `del_timer_sync()`, before seed 000: delete, then look at the
+/// `running` timer of **every** base in the system, and start over if the
+/// timer became pending meanwhile. Kept only so that `utimer bench` can show
+/// seed 000's table (its cost grows with the number of bases). It does not
+/// refuse to run inside the callback, and spins instead of sleeping.
+pub(crate) fn delete_sync_scan_all(ptr: NonNull<RawTimer>) -> bool {
+    // SAFETY: the caller's handle keeps the timer alive.
+    let timer = unsafe { ptr.as_ref() };
+    let me = ptr.as_ptr();
+    let mut was_pending = false;
+    loop {
+        was_pending |= super::modify::delete(timer);
+        for base in timer.system().bases.iter() {
+            if base.running.load(Acquire) == me {
+                while base.running.load(Acquire) == me {
+                    spin_hint();
+                }
+                break;
+            }
+        }
+        if !super::state::is_pending(timer.expires_idx.load(Acquire)) {
+            return was_pending;
+        }
+    }
 }

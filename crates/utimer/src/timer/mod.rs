@@ -207,6 +207,15 @@ impl Timer {
         delete_sync::delete_sync(self.raw, delete_sync::Sync::Wait, true)
     }
 
+    /// The 2004 `del_timer_sync()` that seed 000 replaced: it scans every
+    /// base's running timer, so it costs O(workers). For benchmarks only
+    /// (`utimer bench` shows seed 000's table with it); use
+    /// [`delete_sync`](Self::delete_sync).
+    #[doc(hidden)]
+    pub fn delete_sync_scan_all(&self) -> bool {
+        delete_sync::delete_sync_scan_all(self.raw)
+    }
+
     /// Whether [`shutdown`](Self::shutdown) has been called.
     pub fn is_shutdown(&self) -> bool {
         self.raw().flags.load(Acquire) & state::SHUTDOWN != 0

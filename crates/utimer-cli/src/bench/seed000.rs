@@ -1,0 +1,153 @@
+//! Seeds 000 and 001: the cost of a synchronous delete, replayed on utimer.
+//!
+//! In 2004 `del_timer_sync()` deleted the timer, then scanned the
+//! `running_timer` of **every** CPU's base to wait for a callback that might
+//! be running. On a 32-way NUMA machine that cost tens of thousands of
+//! cycles. Seed 000 looked only at the base the timer last ran on (it admitted
+//! a race; utimer closes it, see `timer/delete_sync.rs`); seed 001 added a
+//! single-shot shortcut. Their table, in CPU cycles per call averaged over
+//! 1000 calls:
+//!
+//! | | 32p before | 4p before | 32p after | 4p after |
+//! |---|---|---|---|---|
+//! | warm cache | 29,000 | 505 | 95 | 88 |
+//! | cold cache | 37,800 | 1220 | 1,800 | 140 |
+//!
+//! Here a `TimerSystem` with 4, 32 and 64 workers (three bases each; bases
+//! exist without threads) holds one armed timer on worker 0. Each call is
+//! timed alone with the TSC (`rdtsc`): re-arm (untimed), then one
+//! `delete_sync`. The rows: utimer's `delete_sync` (the timer's own base),
+//! the 2004 scan of every base (kept in the library as the hidden
+//! `delete_sync_scan_all`), and a plain `delete` for the seed 001 goal
+//! (`delete_sync` within 1.2x of `delete`). "Cold" walks a buffer larger than
+//! the last-level cache between calls, so the bases' cache lines are gone.
+//! Medians of the per-repetition averages are reported.
+
+use std::hint::black_box;
+
+use utimer::{Clock, Timer, TimerFlags, TimerSystem};
+
+use super::{Record, Runner};
+
+const GROUP: &str = "seed000";
+
+/// Timestamp counter.
+#[cfg(target_arch = "x86_64")]
+fn cycles() -> u64 {
+    // SAFETY: RDTSC reads the time-stamp counter; it has no memory effects.
+    unsafe { std::arch::x86_64::_rdtsc() }
+}
+
+/// One way to delete synchronously.
+#[derive(Copy, Clone)]
+enum Variant {
+    LastBase,
+    ScanAll,
+    Delete,
+}
+
+impl Variant {
+    fn name(self) -> &'static str {
+        match self {
+            Variant::LastBase => "delete_sync (utimer: its own base)",
+            Variant::ScanAll => "delete_sync, scan all bases (2004)",
+            Variant::Delete => "delete (not synchronous)",
+        }
+    }
+
+    fn call(self, t: &Timer) {
+        match self {
+            Variant::LastBase => drop(black_box(t.delete_sync())),
+            Variant::ScanAll => drop(black_box(t.delete_sync_scan_all())),
+            Variant::Delete => drop(black_box(t.delete())),
+        }
+    }
+}
+
+/// Touches every cache line of `buf`, evicting whatever was cached.
+fn evict(buf: &mut [u8]) {
+    for i in (0..buf.len()).step_by(64) {
+        buf[i] = buf[i].wrapping_add(1);
+    }
+    black_box(&buf);
+}
+
+/// Average cycles of one call, over `calls` calls.
+fn average(
+    sys: &TimerSystem,
+    t: &Timer,
+    v: Variant,
+    calls: u32,
+    cold: Option<&mut Vec<u8>>,
+) -> f64 {
+    let mut total = 0u64;
+    let mut cold = cold;
+    for i in 0..calls {
+        t.modify(sys.now() + 1000 + u64::from(i % 7)).expect("arm");
+        if let Some(buf) = cold.as_deref_mut() {
+            evict(buf);
+        }
+        let start = cycles();
+        v.call(t);
+        total += cycles() - start;
+    }
+    total as f64 / f64::from(calls)
+}
+
+pub fn run(r: &mut Runner) {
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = r;
+        return;
+    }
+    let cases: Vec<(bool, usize)> = [false, true]
+        .iter()
+        .flat_map(|&cold| [4usize, 32, 64].map(|w| (cold, w)))
+        .collect();
+    let name =
+        |cold: bool, w: usize| format!("{}/{}_workers", if cold { "cold" } else { "warm" }, w);
+    if !cases.iter().any(|&(c, w)| r.wants(GROUP, &name(c, w))) {
+        return;
+    }
+    r.enter_group(
+        GROUP,
+        "seeds 000/001: CPU cycles (rdtsc) per synchronous delete, average of N calls,\n\
+         median over repetitions; workers x 3 bases, timer on worker 0, callback idle;\n\
+         cold = a buffer larger than the LLC walked between calls",
+    );
+    let calls = r.pick(200u32, 1000);
+    let reps = r.pick(3, 7);
+    let mut buf = vec![0u8; r.pick(16usize, 64) << 20];
+    for (cold, workers) in cases {
+        let case = name(cold, workers);
+        if !r.wants(GROUP, &case) {
+            continue;
+        }
+        let sys = TimerSystem::builder()
+            .workers(workers)
+            .clock(Clock::manual())
+            .build();
+        let _g = sys.enter(0).expect("worker 0");
+        let t = sys.timer(TimerFlags::empty(), |_| {});
+        let calls_here = if cold { calls / 4 } else { calls };
+        let mut records = Vec::new();
+        for v in [Variant::LastBase, Variant::ScanAll, Variant::Delete] {
+            average(&sys, &t, v, calls_here, None); // warm-up, untimed
+            let mut runs: Vec<f64> = (0..reps)
+                .map(|_| average(&sys, &t, v, calls_here, cold.then_some(&mut buf)))
+                .collect();
+            runs.sort_by(f64::total_cmp);
+            let median = runs[runs.len() / 2];
+            records.push(
+                Record::value(GROUP, &case, v.name(), r.mode(), median, "cycles")
+                    .with_ops(u64::from(calls_here)),
+            );
+        }
+        r.values(GROUP, &case, records);
+    }
+    r.note(
+        GROUP,
+        "seed 000's table (cycles): 2004 scan 505 (4p) / 29,000 (32p) warm, 1220 / 37,800 cold; \
+         last-base 88 / 95 warm, 140 / 1,800 cold",
+    );
+}
