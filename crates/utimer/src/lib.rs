@@ -32,6 +32,7 @@
 pub mod base;
 pub mod clock;
 mod error;
+pub mod runtime;
 mod sync;
 mod system;
 mod timer;
@@ -40,6 +41,7 @@ pub mod wheel;
 pub use base::{BaseKind, BaseStats};
 pub use clock::Clock;
 pub use error::TimerError;
+pub use runtime::Worker;
 pub use system::{Builder, EnterGuard, ModifyCheck, TimerSystem};
 pub use timer::{Timer, TimerFlags};
 

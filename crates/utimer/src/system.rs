@@ -21,7 +21,7 @@ use crate::{Timer, TimerError, TimerFlags};
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Which lock-free check `modify` makes before taking the base lock.
@@ -45,7 +45,13 @@ pub(crate) struct Shared {
     pub(crate) bases: Box<[Base]>,
     pub(crate) workers: usize,
     pub(crate) ticks: TickSource,
+    /// Per worker: how to wake its thread when a timer armed on its idle
+    /// bases fires before it would wake (set by `register_worker`).
+    wakers: Box<[Mutex<Option<Waker>>]>,
 }
+
+/// Wakes one worker's thread.
+pub(crate) type Waker = Arc<dyn Fn() + Send + Sync>;
 
 #[cfg(not(loom))]
 std::thread_local! {
@@ -103,8 +109,64 @@ impl Shared {
         (worker * KINDS + kind as usize) as u32
     }
 
-    fn base(&self, worker: usize, kind: BaseKind) -> &Base {
+    pub(crate) fn base(&self, worker: usize, kind: BaseKind) -> &Base {
         &self.bases[worker * KINDS + kind as usize]
+    }
+
+    /// Installs (or removes) `worker`'s waker.
+    pub(crate) fn set_waker(&self, worker: usize, waker: Option<Waker>) {
+        *self.wakers[worker]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = waker;
+    }
+
+    /// Wakes `worker`'s thread, if it registered a waker. Called with no
+    /// base lock held.
+    pub(crate) fn wake_worker(&self, worker: usize) {
+        let waker = self.wakers[worker]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(wake) = waker {
+            wake();
+        }
+    }
+
+    /// The worker is going idle: returns the tick its timers need it again
+    /// (`None`: no timer; deferrable timers never count) and publishes that
+    /// tick in its local and global bases, so that an earlier timer armed
+    /// there from now on wakes it. Each base's value is stored under its
+    /// lock together with a fresh look at its next expiry, so no arm can
+    /// slip in between unseen. The kernel's `tick_nohz_stop_tick()` side of
+    /// `get_next_timer_interrupt()`.
+    pub(crate) fn go_idle(&self, worker: usize) -> Option<u64> {
+        let bases = [
+            self.base(worker, BaseKind::Local),
+            self.base(worker, BaseKind::Global),
+        ];
+        let mut until = u64::MAX;
+        for base in bases {
+            if let Some(next) = base.lock().wheel.next_expiry() {
+                until = until.min(next);
+            }
+        }
+        for base in bases {
+            let mut guard = base.lock();
+            if let Some(next) = guard.wheel.next_expiry() {
+                until = until.min(next);
+            }
+            base.idle_until.store(until.max(1), Ordering::Relaxed);
+        }
+        (until != u64::MAX).then_some(until)
+    }
+
+    /// The worker is busy again: arms need not wake it.
+    pub(crate) fn go_busy(&self, worker: usize) {
+        for kind in [BaseKind::Local, BaseKind::Global] {
+            self.base(worker, kind)
+                .idle_until
+                .store(0, Ordering::Relaxed);
+        }
     }
 }
 
@@ -189,6 +251,7 @@ impl Builder {
                 .collect(),
             workers: self.workers,
             ticks,
+            wakers: (0..self.workers).map(|_| Mutex::new(None)).collect(),
         });
         TimerSystem { shared }
     }
@@ -224,6 +287,10 @@ impl TimerSystem {
     /// A [`Builder`] with default settings.
     pub fn builder() -> Builder {
         Builder::default()
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
     }
 
     /// Number of workers.

@@ -105,6 +105,11 @@ pub(crate) struct Base {
     pub(crate) index: u32,
     /// Mirror of `wheel.clk()`; written under `lock`.
     pub(crate) clk: AtomicU64,
+    /// 0 while the owning worker is awake; else the tick it sleeps until
+    /// (`u64::MAX`: indefinitely). Written by the worker under `lock` when it
+    /// goes idle (and freely when it wakes); an enqueue that fires earlier
+    /// wakes it (the kernel's `trigger_dyntick_cpu()`).
+    pub(crate) idle_until: AtomicU64,
     /// The timer whose callback is running on this base, or null.
     pub(crate) running: AtomicPtr<RawTimer>,
     /// The system this base belongs to (it lives inside it).
@@ -145,6 +150,7 @@ impl Base {
             count_matches: config.count_matches,
             index,
             clk: AtomicU64::new(clk),
+            idle_until: AtomicU64::new(0),
             running: AtomicPtr::new(std::ptr::null_mut()),
             shared,
             inner: UnsafeCell::new(BaseInner {
@@ -170,13 +176,19 @@ impl Base {
     #[inline]
     pub(crate) fn lock(&self) -> BaseGuard<'_> {
         self.lock.lock();
-        BaseGuard { base: self }
+        BaseGuard {
+            base: self,
+            wake: false,
+        }
     }
 }
 
 /// Proof that the base lock is held; gives access to the locked part.
 pub(crate) struct BaseGuard<'a> {
     pub(crate) base: &'a Base,
+    /// An enqueue fires before the idle worker would wake: wake it once the
+    /// lock is released.
+    wake: bool,
 }
 
 impl Deref for BaseGuard<'_> {
@@ -201,6 +213,11 @@ impl Drop for BaseGuard<'_> {
     #[inline]
     fn drop(&mut self) {
         self.base.lock.unlock();
+        if self.wake {
+            self.base
+                .system()
+                .wake_worker(self.base.index as usize / KINDS);
+        }
     }
 }
 
@@ -219,12 +236,23 @@ impl BaseGuard<'_> {
         // SAFETY: we hold the lock of the base the timer is on (this one).
         unsafe { timer.set_key(key.as_u32()) };
         timer.expires_idx.store(pack(expires, pos.idx), Release);
+        if pos.expiry < self.base.idle_until.load(Relaxed) {
+            self.wake = true;
+        }
     }
 
     /// Queues `timer` to expire at `expires` (clamped to the wheel's range).
     /// The kernel's `internal_add_timer()`.
     #[inline]
     pub(crate) fn internal_add_timer(&mut self, ptr: NonNull<RawTimer>, expires: u64) {
+        if self.base.idle_until.load(Relaxed) != 0 {
+            // The worker sleeps and its clock stands still: bring it to the
+            // present, or the timer lands on a needlessly coarse level (the
+            // kernel's `forward_timer_base()` for idle bases).
+            let now = self.base.system().ticks.now();
+            self.wheel.forward(now);
+            self.publish_clk();
+        }
         let expires = clamp_expiry(expires, self.wheel.clk());
         let pos = self.wheel.position(expires);
         self.enqueue_timer(ptr, pos, expires);

@@ -8,18 +8,35 @@ use std::sync::atomic::Ordering::AcqRel;
 /// Blocks while `*word == expected`. May return spuriously: callers
 /// re-check.
 pub(crate) fn wait(word: &AtomicU32, expected: u32) {
+    wait_timeout(word, expected, None);
+}
+
+/// [`wait`], for at most `timeout` (relative).
+pub(crate) fn wait_timeout(word: &AtomicU32, expected: u32, timeout: Option<std::time::Duration>) {
     #[cfg(not(loom))]
-    // SAFETY: FUTEX_WAIT reads the aligned u32 behind a live atomic and
-    // sleeps only while it equals `expected`; no memory is written.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            expected,
-            std::ptr::null::<libc::timespec>(),
-        );
+    {
+        let ts = timeout.map(|d| libc::timespec {
+            tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+            tv_nsec: d.subsec_nanos() as libc::c_long,
+        });
+        let ts_ptr = ts
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: FUTEX_WAIT reads the aligned u32 behind a live atomic and
+        // sleeps only while it equals `expected`; `ts_ptr` is null or points
+        // to a live timespec. No memory is written.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                expected,
+                ts_ptr,
+            );
+        }
     }
+    #[cfg(loom)]
+    let _ = timeout;
     #[cfg(loom)]
     if word.fetch_add(0, AcqRel) == expected {
         loom::thread::yield_now();
