@@ -2,45 +2,53 @@
 //! leaves allocated.
 //!
 //! [`Counting`] forwards every call to [`System`]. While counting is switched
-//! on (only inside [`measure`]) it also adds the sizes of allocations and
-//! deallocations to two global counters; the difference over a window is the
-//! number of bytes that window left live on the heap. That is how the
+//! on for the calling thread (only inside [`measure`]) it also adds the sizes
+//! of that thread's allocations and deallocations to two thread-local
+//! counters; the difference over a window is the number of bytes that window
+//! left live on the heap. That is how the
 //! `memory` group gets "bytes per timer": allocate 1M armed timers (and the
 //! handles the user holds) inside the window, divide the net bytes by 1M.
 //!
-//! When counting is off the only cost is one relaxed load of a flag that is
-//! never written while benchmarks run, so the timing cases are not skewed by
-//! counter traffic (two threads bumping one shared counter on every
-//! allocation would be a contended cache line).
+//! When counting is off the only cost is one thread-local load, so the timing
+//! cases are not skewed by counter traffic, and threads never share a
+//! counter's cache line.
 //!
 //! Limits: bytes are the sizes asked for (`Layout::size`), not what the
 //! allocator rounds them up to; memory the kernel keeps (POSIX timers,
-//! timerfd) is invisible here; allocations made by other threads during the
-//! window are counted too, so `measure` is only used single-threaded.
+//! timerfd) is invisible here; only the measuring thread's allocations and
+//! frees count (other threads, such as parallel tests, cannot disturb it).
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::cell::Cell;
 
 /// The global allocator wrapper installed in `main.rs`.
 pub struct Counting;
 
-static ENABLED: AtomicBool = AtomicBool::new(false);
-static ALLOCATED: AtomicU64 = AtomicU64::new(0);
-static FREED: AtomicU64 = AtomicU64::new(0);
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+// Const-initialized, without destructors: usable inside the allocator (no
+// lazy registration, no allocation).
+thread_local! {
+    static ENABLED: Cell<bool> = const { Cell::new(false) };
+    static ALLOCATED: Cell<u64> = const { Cell::new(0) };
+    static FREED: Cell<u64> = const { Cell::new(0) };
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn bump(counter: &'static std::thread::LocalKey<Cell<u64>>, by: u64) {
+    counter.with(|c| c.set(c.get() + by));
+}
 
 #[inline]
 fn on_alloc(size: usize) {
-    if ENABLED.load(Relaxed) {
-        ALLOCATED.fetch_add(size as u64, Relaxed);
-        ALLOCATIONS.fetch_add(1, Relaxed);
+    if ENABLED.with(Cell::get) {
+        bump(&ALLOCATED, size as u64);
+        bump(&ALLOCATIONS, 1);
     }
 }
 
 #[inline]
 fn on_free(size: usize) {
-    if ENABLED.load(Relaxed) {
-        FREED.fetch_add(size as u64, Relaxed);
+    if ENABLED.with(Cell::get) {
+        bump(&FREED, size as u64);
     }
 }
 
@@ -100,19 +108,19 @@ impl AllocStats {
     }
 }
 
-/// Runs `f` with counting switched on and returns its result and the bytes it
-/// allocated. Not reentrant; call it from one thread at a time.
+/// Runs `f` with counting switched on for this thread and returns its result
+/// and the bytes it allocated. Not reentrant.
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, AllocStats) {
-    let a0 = ALLOCATED.load(Relaxed);
-    let f0 = FREED.load(Relaxed);
-    let n0 = ALLOCATIONS.load(Relaxed);
-    ENABLED.store(true, Relaxed);
+    let a0 = ALLOCATED.with(Cell::get);
+    let f0 = FREED.with(Cell::get);
+    let n0 = ALLOCATIONS.with(Cell::get);
+    ENABLED.with(|e| e.set(true));
     let r = f();
-    ENABLED.store(false, Relaxed);
+    ENABLED.with(|e| e.set(false));
     let stats = AllocStats {
-        allocated: ALLOCATED.load(Relaxed) - a0,
-        freed: FREED.load(Relaxed) - f0,
-        allocations: ALLOCATIONS.load(Relaxed) - n0,
+        allocated: ALLOCATED.with(Cell::get) - a0,
+        freed: FREED.with(Cell::get) - f0,
+        allocations: ALLOCATIONS.with(Cell::get) - n0,
     };
     (r, stats)
 }
