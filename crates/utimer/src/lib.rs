@@ -41,7 +41,7 @@ pub mod wheel;
 pub use base::{BaseKind, BaseStats};
 pub use clock::Clock;
 pub use error::TimerError;
-pub use runtime::Worker;
+pub use runtime::{Runtime, Worker};
 pub use system::{Builder, EnterGuard, ModifyCheck, TimerSystem};
 pub use timer::{Timer, TimerFlags};
 

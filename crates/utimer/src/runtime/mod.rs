@@ -1,7 +1,11 @@
 //! The runtime layer: workers that sleep without a periodic tick.
 //!
-//! [`Worker`] is the integration API for programs that own their threads.
+//! [`Runtime`] is the embedded default: N worker threads. [`Worker`] is the
+//! integration API for programs that own their threads; the runtime is
+//! built on it.
 
+mod pool;
 mod worker;
 
+pub use pool::Runtime;
 pub use worker::Worker;

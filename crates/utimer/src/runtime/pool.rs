@@ -1,0 +1,251 @@
+//! [`Runtime`]: worker threads that run timer callbacks and jobs, and sleep
+//! without a periodic tick.
+//!
+//! Each thread is one worker of a [`TimerSystem`] (registered through the
+//! integration API, [`crate::Worker`]) with a job queue and a parker:
+//!
+//! ```text
+//! loop {
+//!     run_expired()                        // timers due now
+//!     run queued jobs, and between two jobs
+//!         run_expired() once a tick passed // busy: tick granularity
+//!     nothing ran?
+//!         idle(): next timer tick          // publish it in the bases
+//!         park until then, or until unpark // a job, or an earlier timer
+//!         busy()
+//! }
+//! ```
+//!
+//! An idle worker has no timer interrupt at all: with no timers it sleeps
+//! until something arrives.
+//!
+//! The parker is a futex word bumped by every `unpark`. The worker reads it
+//! before it looks for work and sleeps only while it is unchanged, so a job
+//! queued or a timer armed after the look is never missed. `sleeping` tells
+//! `unpark` whether a system call is needed: a `SeqCst` store and load on
+//! each side, so that one of them always sees the other.
+//!
+//! Shutdown is orderly. Every thread finishes the job or callback it is
+//! running and exits; jobs still queued are dropped without running; the
+//! threads are joined. Timers still pending are cancelled (their callbacks
+//! never run) when the [`TimerSystem`] goes, and arming them then returns
+//! [`TimerError::Shutdown`](crate::TimerError::Shutdown).
+
+use crate::sync::futex;
+use crate::{Builder, TimerSystem};
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A futex-based parker (see the module docs).
+#[derive(Default)]
+struct Parker {
+    seq: AtomicU32,
+    sleeping: AtomicBool,
+}
+
+impl Parker {
+    fn unpark(&self) {
+        self.seq.fetch_add(1, SeqCst);
+        if self.sleeping.load(SeqCst) {
+            futex::wake_all(&self.seq);
+        }
+    }
+
+    /// Sleeps until `unpark` was called after `seen` was read, or `timeout`.
+    fn park(&self, seen: u32, timeout: Option<Duration>) {
+        self.sleeping.store(true, SeqCst);
+        if self.seq.load(SeqCst) == seen {
+            futex::wait_timeout(&self.seq, seen, timeout);
+        }
+        self.sleeping.store(false, SeqCst);
+    }
+}
+
+#[derive(Default)]
+struct Slot {
+    jobs: Mutex<VecDeque<Job>>,
+    parker: Parker,
+    /// Times this worker woke from a park (for tests and `utimer bench`).
+    wakeups: AtomicU64,
+    /// Jobs that panicked (caught; the worker goes on).
+    job_panics: AtomicU64,
+}
+
+struct Pool {
+    slots: Box<[Slot]>,
+    shutdown: AtomicBool,
+    next: AtomicUsize,
+}
+
+/// Worker threads over a [`TimerSystem`]: the embedded default runtime.
+pub struct Runtime {
+    sys: Arc<TimerSystem>,
+    pool: Arc<Pool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Runtime {
+    /// A runtime with `workers` threads and otherwise default settings
+    /// (monotonic clock, 1 ms tick).
+    pub fn new(workers: usize) -> std::io::Result<Runtime> {
+        Runtime::with_builder(TimerSystem::builder().workers(workers))
+    }
+
+    /// A runtime with one thread per worker of the system `builder` makes
+    /// (by default, one per available CPU).
+    ///
+    /// # Errors
+    /// If a thread cannot be spawned; the ones already started are stopped.
+    pub fn with_builder(builder: Builder) -> std::io::Result<Runtime> {
+        let sys = Arc::new(builder.build());
+        let pool = Arc::new(Pool {
+            slots: (0..sys.workers()).map(|_| Slot::default()).collect(),
+            shutdown: AtomicBool::new(false),
+            next: AtomicUsize::new(0),
+        });
+        let mut rt = Runtime {
+            sys,
+            pool,
+            threads: Vec::new(),
+        };
+        for w in 0..rt.sys.workers() {
+            let (sys, pool) = (rt.sys.clone(), rt.pool.clone());
+            let handle = thread::Builder::new()
+                .name(format!("utimer-worker-{w}"))
+                .spawn(move || worker_main(&sys, &pool, w))?;
+            rt.threads.push(handle);
+        }
+        Ok(rt)
+    }
+
+    /// The timer system the workers serve: create and arm timers through it
+    /// from any thread.
+    pub fn system(&self) -> &TimerSystem {
+        &self.sys
+    }
+
+    /// Runs `job` on a worker (round robin), waking it if it sleeps. A
+    /// panicking job is caught and counted; the worker goes on.
+    pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
+        let w = self.pool.next.fetch_add(1, SeqCst) % self.pool.slots.len();
+        self.spawn_on(w, job);
+    }
+
+    /// Runs `job` on worker `worker` (modulo the number of workers).
+    pub fn spawn_on(&self, worker: usize, job: impl FnOnce() + Send + 'static) {
+        let slot = &self.pool.slots[worker % self.pool.slots.len()];
+        slot.jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(Box::new(job));
+        slot.parker.unpark();
+    }
+
+    /// How many times `worker` woke from sleep so far.
+    pub fn wakeups(&self, worker: usize) -> u64 {
+        self.pool
+            .slots
+            .get(worker)
+            .map_or(0, |s| s.wakeups.load(SeqCst))
+    }
+
+    /// Jobs that panicked so far, over all workers.
+    pub fn job_panics(&self) -> u64 {
+        self.pool
+            .slots
+            .iter()
+            .map(|s| s.job_panics.load(SeqCst))
+            .sum()
+    }
+
+    /// Stops the workers: each finishes the job or callback it is running,
+    /// queued jobs are dropped, threads are joined (see the module docs).
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.pool.shutdown.store(true, SeqCst);
+        for slot in self.pool.slots.iter() {
+            slot.parker.unpark();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        for slot in self.pool.slots.iter() {
+            slot.jobs.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("workers", &self.sys.workers())
+            .finish()
+    }
+}
+
+fn pop_job(slot: &Slot) -> Option<Job> {
+    slot.jobs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .pop_front()
+}
+
+fn worker_main(sys: &TimerSystem, pool: &Arc<Pool>, w: usize) {
+    let slot = &pool.slots[w];
+    let waker_pool = pool.clone();
+    let worker = match sys.register_worker(w, move || waker_pool.slots[w].parker.unpark()) {
+        Ok(worker) => worker,
+        Err(_) => return,
+    };
+    let tick = sys.tick();
+    while !pool.shutdown.load(SeqCst) {
+        let seen = slot.parker.seq.load(SeqCst);
+        let mut busy = worker.run_expired() > 0;
+        let mut last_timers = Instant::now();
+        while let Some(job) = pop_job(slot) {
+            busy = true;
+            if catch_unwind(AssertUnwindSafe(job)).is_err() {
+                slot.job_panics.fetch_add(1, SeqCst);
+            }
+            if last_timers.elapsed() >= tick {
+                worker.run_expired();
+                last_timers = Instant::now();
+            }
+            if pool.shutdown.load(SeqCst) {
+                return;
+            }
+        }
+        if busy {
+            continue;
+        }
+        let until = worker.idle();
+        let timeout = match until {
+            Some(tick) if tick <= sys.now_precise() => {
+                worker.busy();
+                continue;
+            }
+            Some(tick) => sys
+                .instant_of(tick)
+                .map(|at| at.saturating_duration_since(Instant::now())),
+            None => None,
+        };
+        slot.parker.park(seen, timeout);
+        slot.wakeups.fetch_add(1, SeqCst);
+        worker.busy();
+    }
+}

@@ -1,0 +1,142 @@
+//! The Runtime: worker threads, tickless idle, jobs, orderly shutdown.
+//! Timing is checked as "never early" plus loose upper bounds that hold on a
+//! loaded machine.
+
+#![cfg(not(loom))]
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+use utimer::{Runtime, TimerFlags};
+
+const LOOSE: Duration = Duration::from_secs(5);
+
+#[test]
+fn timers_armed_from_outside_fire_never_early() {
+    let rt = Runtime::new(2).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let mut timers = Vec::new();
+    for ms in [1u64, 5, 20, 60, 150] {
+        let tx = tx.clone();
+        let t = rt.system().timer(TimerFlags::empty(), move |_| {
+            tx.send((ms, Instant::now())).unwrap()
+        });
+        let armed = Instant::now();
+        t.modify_after(Duration::from_millis(ms)).unwrap();
+        timers.push((ms, armed, t));
+    }
+    for _ in 0..timers.len() {
+        let (ms, at) = rx.recv_timeout(LOOSE).expect("every timer fires");
+        let armed = timers.iter().find(|t| t.0 == ms).unwrap().1;
+        assert!(
+            at >= armed + Duration::from_millis(ms),
+            "{ms} ms timer early by {:?}",
+            armed + Duration::from_millis(ms) - at
+        );
+    }
+}
+
+#[test]
+fn an_idle_worker_wakes_for_a_newly_armed_earlier_timer() {
+    let rt = Runtime::new(1).unwrap();
+    let far = rt.system().timer(TimerFlags::empty(), |_| {});
+    far.modify_after(Duration::from_secs(60)).unwrap();
+    thread::sleep(Duration::from_millis(30)); // the worker sleeps for a minute
+    let (tx, rx) = mpsc::channel();
+    let near = rt.system().timer(TimerFlags::empty(), move |_| {
+        tx.send(Instant::now()).unwrap()
+    });
+    let armed = Instant::now();
+    near.modify_after(Duration::from_millis(20)).unwrap();
+    let at = rx
+        .recv_timeout(LOOSE)
+        .expect("woken in time, not after a minute");
+    assert!(at >= armed + Duration::from_millis(20));
+    assert!(far.delete_sync().unwrap());
+}
+
+#[test]
+fn jobs_run_and_a_panicking_job_does_not_stop_the_worker() {
+    let rt = Runtime::new(2).unwrap();
+    let done = Arc::new(AtomicU64::new(0));
+    rt.spawn_on(0, || panic!("job failure (expected by this test)"));
+    for _ in 0..100 {
+        let d = done.clone();
+        rt.spawn(move || {
+            d.fetch_add(1, SeqCst);
+        });
+    }
+    let give_up = Instant::now() + LOOSE;
+    while done.load(SeqCst) < 100 && Instant::now() < give_up {
+        thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(done.load(SeqCst), 100);
+    assert_eq!(rt.job_panics(), 1);
+}
+
+#[test]
+fn an_idle_runtime_does_not_poll() {
+    let rt = Runtime::new(2).unwrap();
+    thread::sleep(Duration::from_millis(50)); // let both workers go idle
+    let before = (rt.wakeups(0), rt.wakeups(1));
+    thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        (rt.wakeups(0), rt.wakeups(1)),
+        before,
+        "no timer, no job: no wake-up"
+    );
+    // One far timer per worker: still no wake-up within the window.
+    let timers: Vec<_> = (0..2)
+        .map(|w| {
+            let t = rt.system().timer(TimerFlags::empty(), |_| {});
+            t.add_on(w, rt.system().deadline_after(Duration::from_secs(3600)))
+                .unwrap();
+            t
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(50));
+    let before = (rt.wakeups(0), rt.wakeups(1));
+    thread::sleep(Duration::from_millis(300));
+    assert_eq!((rt.wakeups(0), rt.wakeups(1)), before);
+    drop(timers);
+}
+
+#[test]
+fn shutdown_lets_a_running_callback_finish() {
+    let rt = Runtime::new(1).unwrap();
+    let (started, finished) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (s, f) = (started.clone(), finished.clone());
+    let t = rt.system().timer(TimerFlags::empty(), move |_| {
+        s.store(true, SeqCst);
+        thread::sleep(Duration::from_millis(100));
+        f.store(true, SeqCst);
+    });
+    t.modify_after(Duration::from_millis(1)).unwrap();
+    let give_up = Instant::now() + LOOSE;
+    while !started.load(SeqCst) && Instant::now() < give_up {
+        thread::yield_now();
+    }
+    assert!(started.load(SeqCst));
+    let pending = rt.system().timer(TimerFlags::empty(), |_| {
+        unreachable!("pending timers never run after shutdown")
+    });
+    pending.modify_after(Duration::from_millis(200)).unwrap();
+    rt.shutdown();
+    assert!(
+        finished.load(SeqCst),
+        "shutdown returned while a callback ran"
+    );
+    assert!(
+        !pending.is_pending(),
+        "pending timers are cancelled at shutdown"
+    );
+    assert_eq!(
+        pending.modify_after(Duration::from_millis(1)),
+        Err(utimer::TimerError::Shutdown)
+    );
+}
