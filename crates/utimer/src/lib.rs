@@ -41,7 +41,9 @@ pub mod wheel;
 pub use base::{BaseKind, BaseStats};
 pub use clock::Clock;
 pub use error::TimerError;
-pub use runtime::{Runtime, Worker};
+#[cfg(not(loom))]
+pub use runtime::Runtime;
+pub use runtime::Worker;
 pub use system::{Builder, EnterGuard, ModifyCheck, TimerSystem};
 pub use timer::{Timer, TimerFlags};
 

@@ -4,8 +4,10 @@
 //! integration API for programs that own their threads; the runtime is
 //! built on it.
 
+#[cfg(not(loom))]
 mod pool;
 mod worker;
 
+#[cfg(not(loom))]
 pub use pool::Runtime;
 pub use worker::Worker;

@@ -19,11 +19,10 @@
 //! An idle worker has no timer interrupt at all: with no timers it sleeps
 //! until something arrives.
 //!
-//! The parker is a futex word bumped by every `unpark`. The worker reads it
-//! before it looks for work and sleeps only while it is unchanged, so a job
-//! queued or a timer armed after the look is never missed. `sleeping` tells
-//! `unpark` whether a system call is needed: a `SeqCst` store and load on
-//! each side, so that one of them always sees the other.
+//! Each worker sleeps on a futex parker (`sync/parker.rs`, with its loom
+//! model): it takes a token before it looks for work and sleeps only while
+//! no `unpark` came since, so a job queued or a timer armed after the look
+//! is never missed.
 //!
 //! Shutdown is orderly. Every thread finishes the job or callback it is
 //! running and exits; jobs still queued are dropped without running; the
@@ -31,41 +30,16 @@
 //! never run) when the [`TimerSystem`] goes, and arming them then returns
 //! [`TimerError::Shutdown`](crate::TimerError::Shutdown).
 
-use crate::sync::futex;
+use crate::sync::parker::Parker;
 use crate::{Builder, TimerSystem};
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 type Job = Box<dyn FnOnce() + Send>;
-
-/// A futex-based parker (see the module docs).
-#[derive(Default)]
-struct Parker {
-    seq: AtomicU32,
-    sleeping: AtomicBool,
-}
-
-impl Parker {
-    fn unpark(&self) {
-        self.seq.fetch_add(1, SeqCst);
-        if self.sleeping.load(SeqCst) {
-            futex::wake_all(&self.seq);
-        }
-    }
-
-    /// Sleeps until `unpark` was called after `seen` was read, or `timeout`.
-    fn park(&self, seen: u32, timeout: Option<Duration>) {
-        self.sleeping.store(true, SeqCst);
-        if self.seq.load(SeqCst) == seen {
-            futex::wait_timeout(&self.seq, seen, timeout);
-        }
-        self.sleeping.store(false, SeqCst);
-    }
-}
 
 #[derive(Default)]
 struct Slot {
@@ -214,7 +188,7 @@ fn worker_main(sys: &TimerSystem, pool: &Arc<Pool>, w: usize) {
     };
     let tick = sys.tick();
     while !pool.shutdown.load(SeqCst) {
-        let seen = slot.parker.seq.load(SeqCst);
+        let seen = slot.parker.token();
         let mut busy = worker.run_expired() > 0;
         let mut last_timers = Instant::now();
         while let Some(job) = pop_job(slot) {

@@ -35,11 +35,14 @@ pub(crate) fn wait_timeout(word: &AtomicU32, expected: u32, timeout: Option<std:
             );
         }
     }
+    // Under loom: an untimed wait returns only once the word changed (a lost
+    // wake-up then shows as an endless path); a timed one may give up.
     #[cfg(loom)]
-    let _ = timeout;
-    #[cfg(loom)]
-    if word.fetch_add(0, AcqRel) == expected {
+    while word.fetch_add(0, AcqRel) == expected {
         loom::thread::yield_now();
+        if timeout.is_some() {
+            break;
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 //! [loom]: https://docs.rs/loom
 
 pub(crate) mod futex;
+pub(crate) mod parker;
 mod spinlock;
 
 pub(crate) use spinlock::SpinLock;
