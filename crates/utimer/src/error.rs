@@ -19,6 +19,9 @@ pub enum TimerError {
     /// `delete_sync` or `shutdown_sync` called from the timer's own callback,
     /// where waiting for the callback would wait forever; nothing was changed.
     InOwnCallback,
+    /// `sleep` on the thread of the system's only worker: nobody else could
+    /// run the timer that ends the sleep.
+    BlocksOnlyWorker,
     /// A worker index out of range.
     NoSuchWorker {
         /// The index given (saturated to `u32::MAX`).
@@ -32,6 +35,9 @@ impl fmt::Display for TimerError {
             TimerError::Shutdown => f.write_str("the timer system has been shut down"),
             TimerError::AlreadyPending => f.write_str("the timer is already pending"),
             TimerError::Running => f.write_str("the timer's callback is running"),
+            TimerError::BlocksOnlyWorker => f.write_str(
+                "sleeping would block the only worker, which must run the wake-up timer",
+            ),
             TimerError::InOwnCallback => f.write_str(
                 "a synchronous delete from the timer's own callback would wait for itself",
             ),

@@ -43,7 +43,7 @@ pub use clock::Clock;
 pub use error::TimerError;
 #[cfg(not(loom))]
 pub use runtime::Runtime;
-pub use runtime::Worker;
+pub use runtime::{Interrupter, SleepOutcome, Sleeper, Worker};
 pub use system::{Builder, EnterGuard, ModifyCheck, TimerSystem};
 pub use timer::{Timer, TimerFlags};
 

@@ -69,6 +69,12 @@ loom::thread_local! {
 static NEXT_HOME: AtomicUsize = AtomicUsize::new(0);
 
 impl Shared {
+    /// The worker this thread entered, if it entered one of this system's.
+    pub(crate) fn entered_worker(&self) -> Option<usize> {
+        let (sys, worker) = ENTERED.with(|e| e.get());
+        std::ptr::eq(sys, self).then_some(worker)
+    }
+
     /// The worker whose bases this thread arms timers on.
     #[inline]
     pub(crate) fn current_worker(&self) -> usize {

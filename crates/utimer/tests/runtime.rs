@@ -140,3 +140,65 @@ fn shutdown_lets_a_running_callback_finish() {
         Err(utimer::TimerError::Shutdown)
     );
 }
+
+#[test]
+fn sleep_never_returns_early() {
+    let rt = Runtime::new(2).unwrap();
+    for ms in [1u64, 3, 10, 25] {
+        let d = Duration::from_millis(ms);
+        let start = Instant::now();
+        rt.system().sleep(d).unwrap();
+        assert!(
+            start.elapsed() >= d,
+            "{ms} ms sleep returned after {:?}",
+            start.elapsed()
+        );
+    }
+}
+
+#[test]
+fn sleep_can_be_cut_short_by_another_thread() {
+    let rt = Runtime::new(1).unwrap();
+    let sleeper = rt.system().sleeper();
+    let interrupter = sleeper.interrupter();
+    let start = Instant::now();
+    let cutter = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(20));
+        interrupter.interrupt();
+    });
+    let outcome = sleeper.sleep(Duration::from_secs(3600)).unwrap();
+    assert_eq!(outcome, utimer::SleepOutcome::Interrupted);
+    assert!(start.elapsed() < LOOSE);
+    cutter.join().unwrap();
+    // The sleeper is reusable, and its timer is gone.
+    assert_eq!(
+        sleeper.sleep(Duration::from_millis(2)).unwrap(),
+        utimer::SleepOutcome::Elapsed
+    );
+}
+
+#[test]
+fn sleeping_inside_a_job() {
+    // Two workers: the sleep is armed on the other worker.
+    let rt = Runtime::new(2).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let sys = rt.system_arc();
+    rt.spawn_on(0, move || {
+        let start = Instant::now();
+        let r = sys.sleep(Duration::from_millis(10));
+        tx.send((r, start.elapsed())).unwrap();
+    });
+    let (r, took) = rx.recv_timeout(LOOSE).unwrap();
+    assert_eq!(r, Ok(()));
+    assert!(took >= Duration::from_millis(10));
+
+    // One worker: its thread must not wait for a timer only it can run.
+    let rt = Runtime::new(1).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let sys = rt.system_arc();
+    rt.spawn(move || tx.send(sys.sleep(Duration::from_millis(1))).unwrap());
+    assert_eq!(
+        rx.recv_timeout(LOOSE).unwrap(),
+        Err(utimer::TimerError::BlocksOnlyWorker)
+    );
+}

@@ -6,8 +6,10 @@
 
 #[cfg(not(loom))]
 mod pool;
+mod sleep;
 mod worker;
 
 #[cfg(not(loom))]
 pub use pool::Runtime;
+pub use sleep::{Interrupter, SleepOutcome, Sleeper};
 pub use worker::Worker;

@@ -104,6 +104,14 @@ impl Runtime {
         &self.sys
     }
 
+    /// A shared handle to the system, for jobs and other threads that need
+    /// to create timers or sleep. While one is alive the system (and its
+    /// pending timers) outlives [`shutdown`](Self::shutdown); the workers
+    /// still stop.
+    pub fn system_arc(&self) -> Arc<TimerSystem> {
+        self.sys.clone()
+    }
+
     /// Runs `job` on a worker (round robin), waking it if it sleeps. A
     /// panicking job is caught and counted; the worker goes on.
     pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {

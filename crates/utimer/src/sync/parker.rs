@@ -16,11 +16,13 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::time::Duration;
 
 #[derive(Default)]
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) struct Parker {
     seq: AtomicU32,
     sleeping: AtomicBool,
 }
 
+#[cfg_attr(loom, allow(dead_code))]
 impl Parker {
     /// The token to pass to [`park`](Self::park): read it before looking
     /// for work.

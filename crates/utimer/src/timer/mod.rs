@@ -88,6 +88,11 @@ impl Timer {
         Timer { raw }
     }
 
+    /// The system the timer belongs to.
+    pub(crate) fn system_handle(&self) -> &crate::system::Shared {
+        self.raw().system()
+    }
+
     #[inline]
     fn raw(&self) -> &RawTimer {
         // SAFETY: the handle owns the allocation (or, inside a callback,
