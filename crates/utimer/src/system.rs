@@ -48,7 +48,12 @@ pub(crate) struct Shared {
     /// Per worker: how to wake its thread when a timer armed on its idle
     /// bases fires before it would wake (set by `register_worker`).
     wakers: Box<[Mutex<Option<Waker>>]>,
+    /// Told about every callback that panics.
+    pub(crate) panic_hook: Option<PanicHook>,
 }
+
+/// Called with the payload of a callback's panic.
+pub(crate) type PanicHook = Arc<dyn Fn(&(dyn std::any::Any + Send)) + Send + Sync>;
 
 /// Wakes one worker's thread.
 pub(crate) type Waker = Arc<dyn Fn() + Send + Sync>;
@@ -177,7 +182,7 @@ impl Shared {
 }
 
 /// Configures a [`TimerSystem`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Builder {
     workers: usize,
     tick: Duration,
@@ -185,6 +190,21 @@ pub struct Builder {
     stats: bool,
     modify_check: ModifyCheck,
     capacity: usize,
+    panic_hook: Option<PanicHook>,
+}
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("workers", &self.workers)
+            .field("tick", &self.tick)
+            .field("clock", &self.clock)
+            .field("stats", &self.stats)
+            .field("modify_check", &self.modify_check)
+            .field("capacity", &self.capacity)
+            .field("panic_hook", &self.panic_hook.is_some())
+            .finish()
+    }
 }
 
 impl Default for Builder {
@@ -196,6 +216,7 @@ impl Default for Builder {
             stats: false,
             modify_check: ModifyCheck::SameBucket,
             capacity: 0,
+            panic_hook: None,
         }
     }
 }
@@ -242,6 +263,17 @@ impl Builder {
         self
     }
 
+    /// Calls `hook` with the payload of every timer callback that panics
+    /// (after the panic is caught and counted; outside every lock; on the
+    /// expiring thread). The worker goes on either way.
+    pub fn on_callback_panic(
+        mut self,
+        hook: impl Fn(&(dyn std::any::Any + Send)) + Send + Sync + 'static,
+    ) -> Self {
+        self.panic_hook = Some(Arc::new(hook));
+        self
+    }
+
     /// Creates the system.
     pub fn build(self) -> TimerSystem {
         let ticks = TickSource::new(self.clock, self.tick);
@@ -258,6 +290,7 @@ impl Builder {
             workers: self.workers,
             ticks,
             wakers: (0..self.workers).map(|_| Mutex::new(None)).collect(),
+            panic_hook: self.panic_hook,
         });
         TimerSystem { shared }
     }

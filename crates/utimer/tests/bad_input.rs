@@ -125,3 +125,37 @@ fn panicking_callback_does_not_poison_the_base() {
     assert_eq!(sys.run_expired(0, 9).unwrap(), 2);
     assert_eq!(sys.stats().panicked, 2);
 }
+
+#[test]
+fn the_panic_hook_is_told_and_may_panic_itself() {
+    let clock = Clock::manual();
+    let seen: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let s = seen.clone();
+    let sys = TimerSystem::builder()
+        .workers(1)
+        .clock(clock.clone())
+        .on_callback_panic(move |payload| {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|m| m.to_string())
+                .unwrap_or_default();
+            s.lock().unwrap().push(msg);
+            panic!("the hook fails too (expected by this test)");
+        })
+        .build();
+    let bad = sys.timer(TimerFlags::empty(), |_| {
+        panic!("boom (expected by this test)")
+    });
+    let (n, f) = counter();
+    let good = sys.timer(TimerFlags::empty(), f);
+    bad.modify(2).unwrap();
+    good.modify(2).unwrap();
+    clock.set(2);
+    assert_eq!(sys.run_expired(0, 2).unwrap(), 2);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec!["boom (expected by this test)".to_string()]
+    );
+    assert_eq!(n.load(Ordering::Relaxed), 1);
+    assert_eq!(sys.stats().panicked, 1);
+}

@@ -10,13 +10,17 @@
 //!
 //! A callback may re-arm its own timer: it stays on this base while its
 //! callback runs (see `modify`), and if its new expiry is already reached it
-//! fires again within this same run. A panicking callback is caught and
-//! counted; the base is never left locked, and the timer counts as fired.
+//! fires again within this same run. A panicking callback is caught,
+//! counted (`BaseStats::panicked`) and reported to the hook set with
+//! [`Builder::on_callback_panic`](crate::Builder::on_callback_panic); the
+//! base is never left locked, the worker goes on, and the timer counts as
+//! fired.
 
 use super::{Base, TimerPtr};
 use crate::sync::{futex, prefetch};
 use crate::timer::raw::RawTimer;
 use crate::timer::state::{expires_of, idx_of, pack, IDX_NONE, IDX_RUNNING};
+use std::any::Any;
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -79,7 +83,11 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> usize {
         }
         drop(guard);
 
-        let (panicked, free) = call_timer(ptr);
+        let (panic, free) = call_timer(ptr);
+        let panicked = panic.is_some();
+        if let Some(payload) = panic {
+            report_panic(base, &*payload);
+        }
         n += 1;
 
         guard = base.lock();
@@ -120,8 +128,18 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> usize {
     n
 }
 
-/// Calls the callback outside any lock. Returns (panicked, free it now).
-fn call_timer(ptr: NonNull<RawTimer>) -> (bool, bool) {
+/// Tells the system's panic hook, if any, about a callback's panic (outside
+/// every lock; a panicking hook is caught and ignored).
+#[cold]
+fn report_panic(base: &Base, payload: &(dyn Any + Send)) {
+    if let Some(hook) = &base.system().panic_hook {
+        let _ = catch_unwind(AssertUnwindSafe(|| hook(payload)));
+    }
+}
+
+/// Calls the callback outside any lock. Returns (the panic payload if it
+/// panicked, free the timer now).
+fn call_timer(ptr: NonNull<RawTimer>) -> (Option<Box<dyn Any + Send>>, bool) {
     let outer = RUNNING.with(|r| r.replace((ptr.as_ptr(), false)));
     // A borrowed handle: the callback may use it but must not drop it.
     let handle = ManuallyDrop::new(crate::Timer::from_raw(ptr));
@@ -129,5 +147,5 @@ fn call_timer(ptr: NonNull<RawTimer>) -> (bool, bool) {
     // waits for `running` to clear, or defers the free to us).
     let result = catch_unwind(AssertUnwindSafe(|| unsafe { RawTimer::call(ptr, &handle) }));
     let (_, free) = RUNNING.with(|r| r.replace(outer));
-    (result.is_err(), free)
+    (result.err(), free)
 }
