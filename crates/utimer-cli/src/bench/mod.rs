@@ -37,6 +37,7 @@ mod peers;
 mod report;
 mod threads;
 
+mod latency;
 mod seed000;
 mod seed002;
 
@@ -61,6 +62,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
     threads::run_all(&mut r);
     seed002::run(&mut r);
     seed000::run(&mut r);
+    latency::run(&mut r);
     if r.records.is_empty() {
         return Err(match &opts.filter {
             Some(f) => format!("no case matches the filter `{f}`"),

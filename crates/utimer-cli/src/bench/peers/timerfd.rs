@@ -54,6 +54,36 @@ impl TimerFd {
     }
 }
 
+/// Blocks until `deadline` on a fresh timerfd (for the latency group):
+/// arm it relative to now, `poll(2)` until it is readable, read it. Returns
+/// false if a system call failed.
+pub fn sleep_until(deadline: std::time::Instant) -> bool {
+    let Ok(fd) = TimerFd::new() else { return false };
+    let after = deadline.saturating_duration_since(std::time::Instant::now());
+    if fd.set(after.max(Duration::from_nanos(1))).is_err() {
+        return false;
+    }
+    let mut pfd = libc::pollfd {
+        fd: fd.0.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: `pfd` is a valid pollfd for a live descriptor.
+        let rc = unsafe { libc::poll(&mut pfd, 1, -1) };
+        if rc == 1 {
+            break;
+        }
+        if rc < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return false;
+        }
+    }
+    let mut expirations = 0u64;
+    // SAFETY: reads 8 bytes into a live u64 from a valid descriptor.
+    let n = unsafe { libc::read(fd.0.as_raw_fd(), (&mut expirations as *mut u64).cast(), 8) };
+    n == 8
+}
+
 /// timerfd as a benchmark peer (virtual `now`, relative timeouts).
 pub struct TimerFdPeer {
     now: u64,
