@@ -257,3 +257,36 @@ fn modify_from_third_thread_vs_running_callback() {
         expirer.join().unwrap();
     });
 }
+
+/// delete_sync against a callback that re-arms its own timer (once): when
+/// delete_sync returns, the callback is not running and the timer is not
+/// pending, whichever re-arm it raced with.
+#[test]
+fn delete_sync_vs_rearm_from_callback() {
+    model(|| {
+        let (sys, clock) = system(1);
+        let w = Watch::default();
+        let cb = w.clone();
+        let rearmed = Arc::new(AtomicBool::new(false));
+        let t = sys.timer(TimerFlags::empty(), move |me| {
+            cb.enter();
+            if !rearmed.swap(true, SeqCst) {
+                let _ = me.modify(0);
+            }
+            cb.exit();
+        });
+        t.modify(1).unwrap();
+        clock.set(1);
+        let expirer = {
+            let sys = sys.clone();
+            thread::spawn(move || {
+                sys.run_expired(0, 1).unwrap();
+                sys.run_expired(0, 1).unwrap();
+            })
+        };
+        t.delete_sync().unwrap();
+        w.returned();
+        assert!(!t.is_pending());
+        expirer.join().unwrap();
+    });
+}

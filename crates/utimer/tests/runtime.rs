@@ -202,3 +202,28 @@ fn sleeping_inside_a_job() {
         Err(utimer::TimerError::BlocksOnlyWorker)
     );
 }
+
+#[test]
+fn a_panicking_timer_callback_leaves_the_worker_running() {
+    let hook_calls = Arc::new(AtomicU64::new(0));
+    let h = hook_calls.clone();
+    let rt = Runtime::with_builder(utimer::TimerSystem::builder().workers(1).on_callback_panic(
+        move |_| {
+            h.fetch_add(1, SeqCst);
+        },
+    ))
+    .unwrap();
+    let bad = rt.system().timer(TimerFlags::empty(), |_| {
+        panic!("callback failure (expected by this test)")
+    });
+    bad.modify_after(Duration::from_millis(1)).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let good = rt
+        .system()
+        .timer(TimerFlags::empty(), move |_| tx.send(()).unwrap());
+    good.modify_after(Duration::from_millis(20)).unwrap();
+    rx.recv_timeout(LOOSE)
+        .expect("the worker goes on after a panic");
+    assert_eq!(hook_calls.load(SeqCst), 1);
+    assert_eq!(rt.system().stats().panicked, 1);
+}
