@@ -2,13 +2,14 @@
 //!
 //! **Latency**: from a timer's deadline to the start of its callback, on an
 //! idle [`utimer::Runtime`], for timeouts from 1 ms to 1 s. The samples of
-//! one timeout run concurrently, with deadlines staggered by 0.5 ms so they
-//! do not batch. Beside utimer, in the same run and with the same
+//! one timeout run concurrently, with deadlines staggered by 0.1 ms (ten
+//! per 1 ms tick). Beside utimer, in the same run and with the same
 //! deadlines: `tokio::time::sleep_until` in a current-thread runtime (one
 //! task per sample) and the kernel's timerfd (one blocked thread per
 //! sample). The wheel's bound is printed too: utimer fires at the deadline
 //! rounded up to its wheel level's granularity (1 tick below 63 ticks, 8
-//! ticks up to 503, 64 up to 4031), plus up to one tick for the clock read.
+//! ticks up to 503, 64 up to 4031), plus up to one tick for the clock read,
+//! computed for the farthest deadline armed (lead + timeout + stagger).
 //!
 //! **Idleness**: wake-ups per second of an idle runtime's workers, with no
 //! timer, and with one far (1 h) timer per worker. Tickless: both should be
@@ -23,7 +24,9 @@ use utimer::{Runtime, TimerFlags};
 use super::{Record, Runner};
 
 const GROUP: &str = "latency";
-const STAGGER: Duration = Duration::from_micros(500);
+const STAGGER: Duration = Duration::from_micros(100);
+/// Samples are armed this long before their stagger starts.
+const LEAD: Duration = Duration::from_millis(5);
 
 fn deadlines(start: Instant, timeout: Duration, n: usize) -> Vec<Instant> {
     (0..n)
@@ -106,9 +109,10 @@ fn timerfd_run(deadlines: &[Instant]) -> Vec<Option<Instant>> {
         .collect()
 }
 
-/// The wheel's worst-case lateness for `timeout` at a 1 ms tick, in µs.
-fn wheel_bound_us(timeout: Duration) -> f64 {
-    let ticks = timeout.as_millis() as u64;
+/// The wheel's worst-case lateness for a timer armed `distance` ahead at a
+/// 1 ms tick, in µs.
+fn wheel_bound_us(distance: Duration) -> f64 {
+    let ticks = distance.as_millis() as u64 + 1;
     let lvl = utimer::wheel::level_for_delta(ticks);
     (utimer::wheel::level_granularity(lvl) + 1) as f64 * 1000.0
 }
@@ -126,7 +130,7 @@ pub fn run(r: &mut Runner) {
     r.enter_group(
         GROUP,
         "deadline -> callback start on an idle runtime (2 workers), in µs: p50 / p99 / max\n\
-         over concurrent samples staggered by 0.5 ms; and wake-ups per second when idle",
+         over concurrent samples staggered by 0.1 ms; and wake-ups per second when idle",
     );
     let rt = Runtime::new(2).expect("runtime");
     thread::sleep(Duration::from_millis(50));
@@ -159,18 +163,19 @@ pub fn run(r: &mut Runner) {
                 );
             }
         };
-        let d = deadlines(Instant::now() + Duration::from_millis(5), timeout, samples);
+        let d = deadlines(Instant::now() + LEAD, timeout, samples);
         add("utimer", latencies_us(&utimer_run(&rt, &d), &d));
-        let d = deadlines(Instant::now() + Duration::from_millis(5), timeout, samples);
+        let d = deadlines(Instant::now() + LEAD, timeout, samples);
         add("tokio sleep", latencies_us(&tokio_run(&d), &d));
-        let d = deadlines(Instant::now() + Duration::from_millis(5), timeout, samples);
+        let d = deadlines(Instant::now() + LEAD, timeout, samples);
         add("timerfd", latencies_us(&timerfd_run(&d), &d));
+        let farthest = LEAD + timeout + STAGGER * (samples as u32 - 1);
         records.push(Record::value(
             GROUP,
             case,
             "utimer wheel bound (granule + tick)",
             r.mode(),
-            wheel_bound_us(timeout),
+            wheel_bound_us(farthest),
             "µs",
         ));
         r.values(GROUP, case, records);
