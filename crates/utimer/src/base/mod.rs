@@ -22,7 +22,10 @@
 //!   (only for the lock-free same-bucket check in `modify`).
 //! * `running` is written under the lock by the thread expiring this base;
 //!   it names the timer whose callback that thread is running, outside the
-//!   lock.
+//!   lock. `waiters` (under the lock) and `callback_seq` (the futex word)
+//!   let `delete_sync` sleep until that callback returns.
+//! * `idle_until` is written by the owning worker: under the lock when it
+//!   goes idle, freely when it wakes. Enqueues read it under the lock.
 //! * No callback, deallocation or user code ever runs under a base lock.
 //!   The one allocation that can happen there is the wheel's slab growing
 //!   when the base holds more pending timers than ever before (amortized
@@ -36,7 +39,10 @@
 //! **releases** the old lock and only then takes the new one. As two base
 //! locks are never held at once, there is no order between them to get
 //! wrong, and no deadlock between two threads moving timers in opposite
-//! directions. Finding a timer's base is the kernel's
+//! directions. The other locks never nest with a base lock: a worker's
+//! waker (`Shared::wakers`) is taken only after the base lock is released
+//! (in `BaseGuard`'s drop) or at registration, and the runtime's job queues
+//! are independent. Finding a timer's base is the kernel's
 //! `lock_timer_base()`: read `base`, lock that base, re-read `base`, and
 //! retry if the timer moved meanwhile or is `MIGRATING`.
 
