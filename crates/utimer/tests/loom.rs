@@ -35,6 +35,12 @@ fn system(workers: usize) -> (Arc<TimerSystem>, Clock) {
     )
 }
 
+/// Runs worker 0's expiry at `now`, `runs` times, on a new thread.
+fn spawn_expirer(sys: &Arc<TimerSystem>, now: u64, runs: usize) -> thread::JoinHandle<usize> {
+    let sys = sys.clone();
+    thread::spawn(move || (0..runs).map(|_| sys.run_expired(0, now).unwrap()).sum())
+}
+
 /// A lock-free same-bucket re-arm racing with the expiry of that bucket:
 /// the timer fires exactly once per arming, and the books balance.
 #[test]
@@ -48,10 +54,7 @@ fn modify_vs_expire() {
         }));
         t.modify(100).unwrap(); // level 1: fires at 104
         clock.set(104);
-        let expirer = {
-            let sys = sys.clone();
-            thread::spawn(move || sys.run_expired(0, 104).unwrap())
-        };
+        let expirer = spawn_expirer(&sys, 104, 1);
         let was_pending = t.modify(101).unwrap(); // same bucket, or re-arm after firing
         expirer.join().unwrap();
         let fired = fired.load(SeqCst);
@@ -118,10 +121,7 @@ fn drop_waits_for_callback() {
         });
         t.modify(1).unwrap();
         clock.set(1);
-        let expirer = {
-            let sys = sys.clone();
-            thread::spawn(move || sys.run_expired(0, 1).unwrap())
-        };
+        let expirer = spawn_expirer(&sys, 1, 1);
         drop(t);
         assert!(
             !in_callback.load(SeqCst),
@@ -179,10 +179,7 @@ fn delete_sync_vs_expire() {
         });
         t.modify(1).unwrap();
         clock.set(1);
-        let expirer = {
-            let sys = sys.clone();
-            thread::spawn(move || sys.run_expired(0, 1).unwrap())
-        };
+        let expirer = spawn_expirer(&sys, 1, 1);
         t.delete_sync().unwrap();
         w.returned();
         assert!(!t.is_pending());
@@ -205,13 +202,7 @@ fn shutdown_sync_vs_rearming_callback() {
         });
         t.modify(1).unwrap();
         clock.set(1);
-        let expirer = {
-            let sys = sys.clone();
-            thread::spawn(move || {
-                sys.run_expired(0, 1).unwrap();
-                sys.run_expired(0, 1).unwrap();
-            })
-        };
+        let expirer = spawn_expirer(&sys, 1, 2);
         t.shutdown_sync().unwrap();
         w.returned();
         assert!(!t.is_pending());
@@ -239,10 +230,7 @@ fn modify_from_third_thread_vs_running_callback() {
             t
         };
         clock.set(1);
-        let expirer = {
-            let sys = sys.clone();
-            thread::spawn(move || sys.run_expired(0, 1).unwrap())
-        };
+        let expirer = spawn_expirer(&sys, 1, 1);
         let third = {
             let (sys, t) = (sys.clone(), t.clone());
             thread::spawn(move || {
@@ -277,13 +265,7 @@ fn delete_sync_vs_rearm_from_callback() {
         });
         t.modify(1).unwrap();
         clock.set(1);
-        let expirer = {
-            let sys = sys.clone();
-            thread::spawn(move || {
-                sys.run_expired(0, 1).unwrap();
-                sys.run_expired(0, 1).unwrap();
-            })
-        };
+        let expirer = spawn_expirer(&sys, 1, 2);
         t.delete_sync().unwrap();
         w.returned();
         assert!(!t.is_pending());
