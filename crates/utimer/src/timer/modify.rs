@@ -57,13 +57,14 @@
 //! One timer re-armed to now + 1000..1031 ticks: Match 3.1% before, 83.3%
 //! after (the patch reported 5.5% and 86.6%). A thousand connections whose
 //! timers are pushed out on every packet: Match 88.3% before, 98.5% after
-//! (97.8% and 99.7%). A lock-free match costs 7 ns here, a requeue 22 ns.
+//! (97.8% and 99.7%). A lock-free match costs 4-7 ns here, a requeue
+//! 15-25 ns (README, Results).
 //!
 //! The price of writing nothing: a timer re-armed again and again to the
 //! *same* new expiry does the bucket arithmetic each time instead of
 //! hitting the cheaper expiry-unchanged check, because its expiry of record
 //! stays the old one. In the networking replay that makes an average
-//! `modify` slower after than before (about 27 ns against 20 ns with
+//! `modify` slower after than before (28-30 ns against 17-20 ns with
 //! statistics on), although it takes the lock far less often. A
 //! compare-and-swap of the record on a match would be correct (the word
 //! names the bucket, so it can only succeed while the timer is still in
