@@ -84,61 +84,42 @@ impl BTreeTimers {
 }
 
 /// [`BTreeTimers`] as a benchmark peer, with a virtual clock.
-pub struct BTreePeer {
-    pub q: BTreeTimers,
-    now: u64,
-}
+pub type BTreePeer = super::virtual_clock::VirtualPeer<BTreeTimers>;
 
-impl super::TimerPeer for BTreePeer {
+impl super::virtual_clock::VirtualQueue for BTreeTimers {
     type Handle = BTreeTimer;
     const NAME: &'static str = "BTreeMap";
 
-    fn new() -> Result<Self, String> {
-        Ok(BTreePeer {
-            q: BTreeTimers::new(),
-            now: super::START_TICK,
-        })
+    fn new() -> Self {
+        BTreeTimers::new()
     }
 
-    fn now(&mut self) -> u64 {
-        self.now
-    }
-
-    fn handle(&mut self) -> Result<BTreeTimer, String> {
-        Ok(self.q.timer())
+    fn timer(&mut self) -> BTreeTimer {
+        BTreeTimers::timer(self)
     }
 
     #[inline]
     fn arm(&mut self, h: &mut BTreeTimer, expires: u64) {
-        self.q.arm(h, expires);
-    }
-
-    #[inline]
-    fn rearm(&mut self, h: &mut BTreeTimer, expires: u64) {
-        self.q.arm(h, expires);
+        BTreeTimers::arm(self, h, expires);
     }
 
     #[inline]
     fn cancel(&mut self, h: &mut BTreeTimer) {
-        self.q.cancel(h);
+        BTreeTimers::cancel(self, h);
     }
 
-    fn next_expiry(&mut self) -> Result<Option<u64>, &'static str> {
-        Ok(self.q.next_expiry())
+    fn next_expiry(&mut self) -> Option<u64> {
+        BTreeTimers::next_expiry(self)
     }
 
-    fn is_pending(&self, h: &Self::Handle) -> Option<bool> {
-        Some(self.q.is_pending(h))
+    fn is_pending(&self, h: &BTreeTimer) -> bool {
+        BTreeTimers::is_pending(self, h)
     }
 
-    fn wait_until(&mut self, until: u64) {
-        self.now = self.now.max(until);
-    }
-
-    fn fire(&mut self, until: u64) -> Result<Option<usize>, &'static str> {
-        Ok(Some(self.q.expire(until, |id| {
+    fn expire(&mut self, until: u64) -> usize {
+        BTreeTimers::expire(self, until, |id| {
             std::hint::black_box(id);
-        })))
+        })
     }
 }
 

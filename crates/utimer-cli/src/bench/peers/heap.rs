@@ -160,61 +160,42 @@ impl HeapTimers {
 }
 
 /// [`HeapTimers`] as a benchmark peer, with a virtual clock.
-pub struct HeapPeer {
-    pub q: HeapTimers,
-    now: u64,
-}
+pub type HeapPeer = super::virtual_clock::VirtualPeer<HeapTimers>;
 
-impl super::TimerPeer for HeapPeer {
+impl super::virtual_clock::VirtualQueue for HeapTimers {
     type Handle = HeapTimer;
     const NAME: &'static str = "BinaryHeap";
 
-    fn new() -> Result<Self, String> {
-        Ok(HeapPeer {
-            q: HeapTimers::new(),
-            now: super::START_TICK,
-        })
+    fn new() -> Self {
+        HeapTimers::new()
     }
 
-    fn now(&mut self) -> u64 {
-        self.now
-    }
-
-    fn handle(&mut self) -> Result<HeapTimer, String> {
-        Ok(self.q.timer())
+    fn timer(&mut self) -> HeapTimer {
+        HeapTimers::timer(self)
     }
 
     #[inline]
     fn arm(&mut self, h: &mut HeapTimer, expires: u64) {
-        self.q.arm(h, expires);
-    }
-
-    #[inline]
-    fn rearm(&mut self, h: &mut HeapTimer, expires: u64) {
-        self.q.arm(h, expires);
+        HeapTimers::arm(self, h, expires);
     }
 
     #[inline]
     fn cancel(&mut self, h: &mut HeapTimer) {
-        self.q.cancel(h);
+        HeapTimers::cancel(self, h);
     }
 
-    fn next_expiry(&mut self) -> Result<Option<u64>, &'static str> {
-        Ok(self.q.next_expiry())
+    fn next_expiry(&mut self) -> Option<u64> {
+        HeapTimers::next_expiry(self)
     }
 
-    fn is_pending(&self, h: &Self::Handle) -> Option<bool> {
-        Some(self.q.is_pending(h))
+    fn is_pending(&self, h: &HeapTimer) -> bool {
+        HeapTimers::is_pending(self, h)
     }
 
-    fn wait_until(&mut self, until: u64) {
-        self.now = self.now.max(until);
-    }
-
-    fn fire(&mut self, until: u64) -> Result<Option<usize>, &'static str> {
-        Ok(Some(self.q.expire(until, |s| {
+    fn expire(&mut self, until: u64) -> usize {
+        HeapTimers::expire(self, until, |s| {
             std::hint::black_box(s);
-        })))
+        })
     }
 }
 

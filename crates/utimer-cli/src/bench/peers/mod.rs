@@ -28,6 +28,7 @@ pub mod posix;
 pub mod timerfd;
 pub mod tokio_sleep;
 pub mod utimer;
+pub mod virtual_clock;
 pub mod wheel;
 
 use std::time::Duration;
