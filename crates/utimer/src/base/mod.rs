@@ -57,7 +57,7 @@ use crate::sync::{load_for_spin, spin_hint, AtomicPtr, AtomicU32, AtomicU64, Spi
 use crate::system::Shared;
 use crate::timer::raw::RawTimer;
 use crate::timer::state::{is_pending, pack, IDX_NONE, IDX_RUNNING, MIGRATING};
-use crate::wheel::{clamp_expiry, Key, Position, Wheel};
+use crate::wheel::{calc_position, clamp_expiry, Key, Position, Wheel};
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
@@ -236,13 +236,22 @@ impl BaseGuard<'_> {
     /// to reach the callback, which needs the allocation's provenance.
     #[inline(always)]
     pub(crate) fn enqueue_timer(&mut self, ptr: NonNull<RawTimer>, pos: Position, expires: u64) {
+        let idle_until = self.base.idle_until.load(Relaxed);
+        self.enqueue_at(ptr, pos, expires, idle_until);
+    }
+
+    /// [`enqueue_timer`](Self::enqueue_timer) with the base's `idle_until`
+    /// already read: wakes the idle worker if the timer fires before it
+    /// would wake.
+    #[inline(always)]
+    fn enqueue_at(&mut self, ptr: NonNull<RawTimer>, pos: Position, expires: u64, idle_until: u64) {
         // SAFETY: the caller's handle keeps the timer alive.
         let timer = unsafe { ptr.as_ref() };
         let key = self.wheel.insert_at(pos, TimerPtr(ptr));
         // SAFETY: we hold the lock of the base the timer is on (this one).
         unsafe { timer.set_key(key.as_u32()) };
         timer.expires_idx.store(pack(expires, pos.idx), Release);
-        if pos.expiry < self.base.idle_until.load(Relaxed) {
+        if pos.expiry < idle_until {
             self.wake = true;
         }
     }
@@ -251,7 +260,8 @@ impl BaseGuard<'_> {
     /// The kernel's `internal_add_timer()`.
     #[inline]
     pub(crate) fn internal_add_timer(&mut self, ptr: NonNull<RawTimer>, expires: u64) {
-        if self.base.idle_until.load(Relaxed) != 0 {
+        let idle_until = self.base.idle_until.load(Relaxed);
+        if idle_until != 0 {
             // The worker sleeps and its clock stands still: bring it to the
             // present, or the timer lands on a needlessly coarse level (the
             // kernel's `forward_timer_base()` for idle bases).
@@ -259,9 +269,9 @@ impl BaseGuard<'_> {
             self.wheel.forward(now);
             self.publish_clk();
         }
-        let expires = clamp_expiry(expires, self.wheel.clk());
-        let pos = self.wheel.position(expires);
-        self.enqueue_timer(ptr, pos, expires);
+        let clk = self.wheel.clk();
+        let expires = clamp_expiry(expires, clk);
+        self.enqueue_at(ptr, calc_position(expires, clk), expires, idle_until);
     }
 
     /// Removes `timer` from the wheel if it is queued; returns whether it

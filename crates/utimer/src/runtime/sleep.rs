@@ -115,10 +115,7 @@ impl Sleeper {
         let mut token = state.parker.token();
         match sys.entered_worker() {
             // On a worker's thread: arm on another worker (see module docs).
-            Some(me) if sys.workers == 1 => {
-                let _ = me;
-                return Err(TimerError::BlocksOnlyWorker);
-            }
+            Some(_) if sys.workers == 1 => return Err(TimerError::BlocksOnlyWorker),
             Some(me) => self.timer.add_on((me + 1) % sys.workers, deadline)?,
             None => self.timer.add(deadline)?,
         }

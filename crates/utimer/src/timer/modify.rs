@@ -254,8 +254,7 @@ fn arm(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result<bool, TimerEr
     let Some(mut guard) = guard else {
         return modify_locked(ptr, expires, mode, None);
     };
-    guard.internal_add_timer(ptr, expires);
-    guard.stats.armed += 1;
+    enqueue_hinted(&mut guard, ptr, expires, None, false);
     Ok(false)
 }
 
