@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-use utimer::{TimerFlags, TimerSystem};
+use utimer::TimerSystem;
 
 enum Job {
     Say(&'static str),
@@ -47,27 +47,27 @@ fn main() {
                 // 2. Timers that are due.
                 worker.run_expired();
                 // 3. Going idle: until when may we sleep?
-                match worker.idle_until() {
+                match worker.idle_enter_until() {
                     Some(at) => thread::park_timeout(at.saturating_duration_since(Instant::now())),
                     None => thread::park(),
                 }
                 wakeups += 1;
                 // 4. Busy again.
-                worker.busy();
+                worker.idle_exit();
             }
         })
     };
 
     // Timers armed from the main thread land on worker 0 and wake it in time.
-    let periodic = sys.timer(TimerFlags::empty(), move |t| {
+    let periodic = sys.timer(move |t| {
         println!("{:>6.1?}  periodic timer", start.elapsed());
-        let _ = t.modify_after(Duration::from_millis(100));
+        let _ = t.modify(Duration::from_millis(100));
     });
-    periodic.modify_after(Duration::from_millis(100)).unwrap();
-    let once = sys.timer(TimerFlags::empty(), move |_| {
+    periodic.modify(Duration::from_millis(100)).unwrap();
+    let once = sys.timer(move |_| {
         println!("{:>6.1?}  one-shot timer (250 ms)", start.elapsed());
     });
-    once.modify_after(Duration::from_millis(250)).unwrap();
+    once.modify(Duration::from_millis(250)).unwrap();
 
     thread::sleep(Duration::from_millis(150));
     jobs_tx.send(Job::Say("hello from main")).unwrap();

@@ -19,9 +19,9 @@ pub enum TimerError {
     /// `delete_sync` or `shutdown_sync` called from the timer's own callback,
     /// where waiting for the callback would wait forever; nothing was changed.
     InOwnCallback,
-    /// `sleep` on the thread of the system's only worker: nobody else could
-    /// run the timer that ends the sleep.
-    BlocksOnlyWorker,
+    /// `sleep` inside a timer callback: the expiry run that must fire the
+    /// sleep's timer cannot go on while its callback blocks.
+    InCallback,
     /// A worker index out of range.
     NoSuchWorker {
         /// The index given (saturated to `u32::MAX`).
@@ -35,8 +35,8 @@ impl fmt::Display for TimerError {
             TimerError::Shutdown => f.write_str("the timer system has been shut down"),
             TimerError::AlreadyPending => f.write_str("the timer is already pending"),
             TimerError::Running => f.write_str("the timer's callback is running"),
-            TimerError::BlocksOnlyWorker => f.write_str(
-                "sleeping would block the only worker, which must run the wake-up timer",
+            TimerError::InCallback => f.write_str(
+                "a timer callback may not sleep: it would block the expiry run that must wake it",
             ),
             TimerError::InOwnCallback => f.write_str(
                 "a synchronous delete from the timer's own callback would wait for itself",

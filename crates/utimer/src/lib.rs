@@ -1,50 +1,66 @@
 //! utimer: kernel-grade timers for user space.
 //!
-//! The Linux kernel's timer subsystem, rebuilt as a library, bottom up:
+//! The Linux kernel's timer subsystem, rebuilt as a library. Its modules
+//! stand in layers, each importing only the ones below it:
 //!
-//! 1. [`wheel`]: the non-cascading timer wheel, a pure data structure.
-//! 2. [`base`] and [`Timer`]: per-worker timer bases, each with its own lock;
-//!    any thread may arm, modify and cancel any timer.
-//! 3. [`TimerSystem`]: the workers and their clock.
+//! | layer | modules | what |
+//! |---|---|---|
+//! | 0 | `sync/`, [`time`], `error` | the loom shim, spinlock, futex and parker; clocks and [`Expiry`]; errors |
+//! | 1 | [`wheel`] | the non-cascading timer wheel, a pure data structure |
+//! | 2 | `entry/` | the timer entry: header, state word, lifetime rules |
+//! | 3 | [`base`] | per-worker bases with their own locks, the table of bases, expiry |
+//! | 4 | `timer/` | [`Timer`]: arm, modify, reduce, delete, `delete_sync` |
+//! | 5 | `nohz/` | tickless idle: next events of every source, wakers, wake policy |
+//! | 6 | `system/` | the [`TimerSystem`] facade, [`Builder`], [`Worker`], [`Sleeper`] |
+//! | 7 | [`runtime`] | [`Runtime`]: worker threads |
+//!
+//! A timer names its base through an address in its header: that is data,
+//! not an import. The base layer calls up only through the hooks the system
+//! installs in its table (whom to wake, what to run while blocked, whom to
+//! tell about a panic).
 //!
 //! ```
 //! use std::sync::atomic::{AtomicUsize, Ordering};
 //! use std::sync::Arc;
-//! use utimer::{Clock, TimerFlags, TimerSystem};
+//! use std::time::Duration;
+//! use utimer::{Clock, TimerSystem};
 //!
 //! let clock = Clock::manual();
 //! let sys = TimerSystem::builder().workers(1).clock(clock.clone()).build();
 //! let fired = Arc::new(AtomicUsize::new(0));
 //! let f = fired.clone();
-//! let timer = sys.timer(TimerFlags::empty(), move |_| {
+//! let timer = sys.timer(move |_| {
 //!     f.fetch_add(1, Ordering::Relaxed);
 //! });
-//! timer.modify(sys.now() + 10).unwrap();       // arm: mod_timer()
-//! assert!(timer.modify(sys.now() + 11).unwrap()); // re-arm: was pending
+//! timer.modify(Duration::from_millis(10)).unwrap(); // arm: mod_timer(), 10 ticks from now
+//! assert!(timer.modify(11).unwrap());                // re-arm to tick 11: was pending
 //! clock.advance(11);
-//! sys.run_expired(0, sys.now()).unwrap();      // the worker's expiry run
+//! sys.run_expired(0, sys.now()).unwrap();            // the worker's expiry run
 //! assert_eq!(fired.load(Ordering::Relaxed), 1);
-//! assert!(!timer.delete());                    // already fired
+//! assert!(!timer.delete());                          // already fired
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
 pub mod base;
-pub mod clock;
+mod entry;
 mod error;
+mod nohz;
 pub mod runtime;
 mod sync;
 mod system;
+pub mod time;
 mod timer;
 pub mod wheel;
 
 pub use base::{BaseKind, BaseStats};
-pub use clock::Clock;
 pub use error::TimerError;
 #[cfg(not(loom))]
 pub use runtime::Runtime;
-pub use runtime::{Interrupter, SleepOutcome, Sleeper, Worker};
-pub use system::{Builder, EnterGuard, ModifyCheck, TimerSystem};
+pub use system::{
+    Builder, EnterGuard, Interrupter, SleepOutcome, Sleeper, TimerSystem, Worker,
+};
+pub use time::{Clock, Expiry};
 pub use timer::{Timer, TimerFlags};
 
 /// The README's examples, compiled and run as doctests.

@@ -37,7 +37,7 @@ fn past_expiry_fires_at_the_next_run() {
     clock.set(1000);
     sys.run_expired(0, 1000).unwrap();
     let (n, f) = counter();
-    let t = sys.timer(TimerFlags::empty(), f);
+    let t = sys.timer(f);
     t.modify(3).unwrap();
     // The same `now` as the last run: the past timer still fires.
     assert_eq!(sys.run_expired(0, 1000).unwrap(), 1);
@@ -48,7 +48,7 @@ fn past_expiry_fires_at_the_next_run() {
 fn huge_expiries_clamp_to_the_wheel_range() {
     let (sys, clock) = manual(1);
     let (n, f) = counter();
-    let t = sys.timer(TimerFlags::empty(), f);
+    let t = sys.timer(f);
     t.modify(u64::MAX).unwrap();
     assert_eq!(t.expires(), MAX_DELTA);
     let fires = t.fires_at().unwrap();
@@ -58,13 +58,13 @@ fn huge_expiries_clamp_to_the_wheel_range() {
     assert_eq!(sys.run_expired(0, u64::MAX).unwrap(), 1);
     assert_eq!(n.load(Ordering::Relaxed), 1);
 
-    t.modify_after(Duration::MAX).unwrap();
+    t.modify(Duration::MAX).unwrap();
     assert!(t.is_pending());
     assert!(t.reduce(u64::MAX).unwrap());
     let sys2 = TimerSystem::new(1);
-    let t2 = sys2.timer(TimerFlags::empty(), |_| {});
-    t2.modify_after(Duration::MAX).unwrap();
-    t2.modify_at(std::time::Instant::now() + Duration::from_secs(1 << 40))
+    let t2 = sys2.timer(|_| {});
+    t2.modify(Duration::MAX).unwrap();
+    t2.modify(std::time::Instant::now() + Duration::from_secs(1 << 40))
         .unwrap();
     assert!(t2.delete());
 }
@@ -73,7 +73,7 @@ fn huge_expiries_clamp_to_the_wheel_range() {
 fn timer_outliving_its_system_is_inert() {
     let (sys, _clock) = manual(2);
     let (n, f) = counter();
-    let t = sys.timer(TimerFlags::empty(), f);
+    let t = sys.timer(f);
     t.modify(10).unwrap();
     drop(sys);
     assert!(!t.is_pending(), "pending timers are cancelled at shutdown");
@@ -88,7 +88,7 @@ fn timer_outliving_its_system_is_inert() {
 #[test]
 fn errors_for_misuse() {
     let (sys, _clock) = manual(2);
-    let t = sys.timer(TimerFlags::empty(), |_| {});
+    let t = sys.timer(|_| {});
     assert_eq!(t.add_on(2, 5), Err(TimerError::NoSuchWorker { worker: 2 }));
     t.add(5).unwrap();
     assert_eq!(t.add(6), Err(TimerError::AlreadyPending));
@@ -106,11 +106,11 @@ fn errors_for_misuse() {
 #[test]
 fn panicking_callback_does_not_poison_the_base() {
     let (sys, clock) = manual(1);
-    let bad = sys.timer(TimerFlags::empty(), |_| {
+    let bad = sys.timer(|_| {
         panic!("callback failure (expected by this test)")
     });
     let (n, f) = counter();
-    let good = sys.timer(TimerFlags::empty(), f);
+    let good = sys.timer(f);
     bad.modify(5).unwrap();
     good.modify(5).unwrap();
     clock.set(5);
@@ -143,11 +143,11 @@ fn the_panic_hook_is_told_and_may_panic_itself() {
             panic!("the hook fails too (expected by this test)");
         })
         .build();
-    let bad = sys.timer(TimerFlags::empty(), |_| {
+    let bad = sys.timer(|_| {
         panic!("boom (expected by this test)")
     });
     let (n, f) = counter();
-    let good = sys.timer(TimerFlags::empty(), f);
+    let good = sys.timer(f);
     bad.modify(2).unwrap();
     good.modify(2).unwrap();
     clock.set(2);

@@ -19,7 +19,7 @@ fn callback_rearms_its_own_timer() {
     let fired = Arc::new(Mutex::new(Vec::new()));
     let f = fired.clone();
     let c = clock.clone();
-    let t = sys.timer(TimerFlags::PINNED, move |t| {
+    let t = sys.timer_with_flags(TimerFlags::PINNED, move |t| {
         let now = c.advance(0);
         f.lock().unwrap().push(now);
         if f.lock().unwrap().len() < 5 {
@@ -46,7 +46,7 @@ fn callback_rearming_into_the_past_fires_at_the_next_run() {
         .build();
     let n = Arc::new(AtomicU64::new(0));
     let m = n.clone();
-    let t = sys.timer(TimerFlags::empty(), move |t| {
+    let t = sys.timer(move |t| {
         m.fetch_add(1, Ordering::Relaxed);
         t.modify(0).unwrap();
     });
@@ -70,7 +70,7 @@ fn dropping_the_handle_inside_its_own_callback() {
     let s = slot.clone();
     let ran = Arc::new(AtomicU64::new(0));
     let r = ran.clone();
-    let t = sys.timer(TimerFlags::empty(), move |me| {
+    let t = sys.timer(move |me| {
         r.fetch_add(1, Ordering::Relaxed);
         let owner = s.lock().unwrap().take();
         drop(owner); // frees nothing yet: the callback still runs
@@ -91,8 +91,17 @@ fn dropping_the_handle_inside_its_own_callback() {
     assert_eq!(s.armed, s.fired + s.deleted);
 }
 
+/// Sets its flag when dropped: tells when the timer's memory was freed.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
 #[test]
-fn drop_waits_for_a_running_callback() {
+fn drop_never_blocks_and_frees_after_the_callback() {
     let clock = Clock::manual();
     let sys = Arc::new(
         TimerSystem::builder()
@@ -101,12 +110,18 @@ fn drop_waits_for_a_running_callback() {
             .build(),
     );
     let started = Arc::new(AtomicBool::new(false));
-    let finished = Arc::new(AtomicBool::new(false));
-    let (s, f) = (started.clone(), finished.clone());
-    let t = sys.timer(TimerFlags::empty(), move |_| {
+    let release = Arc::new(AtomicBool::new(false));
+    let freed = Arc::new(AtomicBool::new(false));
+    let flag = DropFlag(freed.clone());
+    let (s, r) = (started.clone(), release.clone());
+    let t = sys.timer(move |me| {
+        let _keep = &flag;
         s.store(true, Ordering::SeqCst);
-        thread::sleep(Duration::from_millis(50));
-        f.store(true, Ordering::SeqCst);
+        while !r.load(Ordering::SeqCst) {
+            thread::yield_now();
+        }
+        // Re-armed after its owner is gone: cancelled and freed anyway.
+        let _ = me.modify(0);
     });
     t.modify(1).unwrap();
     clock.set(1);
@@ -117,12 +132,17 @@ fn drop_waits_for_a_running_callback() {
     while !started.load(Ordering::SeqCst) {
         thread::yield_now();
     }
+    // The callback is blocked until released: a drop that waited for it
+    // would never return.
     drop(t);
-    assert!(
-        finished.load(Ordering::SeqCst),
-        "drop returned while the callback ran"
-    );
+    assert!(!freed.load(Ordering::SeqCst), "freed while its callback runs");
+    release.store(true, Ordering::SeqCst);
     assert_eq!(runner.join().unwrap(), 1);
+    assert!(freed.load(Ordering::SeqCst), "freed once the callback returned");
+    let s = sys.stats();
+    assert_eq!((s.fired, s.pending), (1, 0));
+    assert_eq!(s.armed, s.fired + s.deleted);
+    assert_eq!(sys.run_expired(0, 5).unwrap(), 0, "the re-arm was cancelled");
 }
 
 #[test]
@@ -135,11 +155,11 @@ fn delete_cancels_a_due_timer_not_yet_run() {
         .build();
     let victim_ran = Arc::new(AtomicBool::new(false));
     let v = victim_ran.clone();
-    let victim = Arc::new(sys.timer(TimerFlags::empty(), move |_| {
+    let victim = Arc::new(sys.timer(move |_| {
         v.store(true, Ordering::SeqCst)
     }));
     let vv = victim.clone();
-    let killer = sys.timer(TimerFlags::empty(), move |_| {
+    let killer = sys.timer(move |_| {
         vv.delete();
     });
     // Same bucket; the killer is queued last, so it is first in the bucket.

@@ -39,9 +39,9 @@ fn shared_timers_under_concurrent_arm_modify_delete_and_expiry() {
                 let flags = if i % 4 == 0 {
                     TimerFlags::PINNED
                 } else {
-                    TimerFlags::empty()
+                    TimerFlags::NONE
                 };
-                sys.timer(flags, move |t| {
+                sys.timer_with_flags(flags, move |t| {
                     counts[i].fetch_add(1, Ordering::Relaxed);
                     // Some timers re-arm themselves from the callback.
                     if i % 5 == 0 && rearm.load(Ordering::Relaxed) {
@@ -136,7 +136,7 @@ fn two_workers_each_on_their_own_base() {
             let sys = sys.clone();
             thread::spawn(move || {
                 let _g = sys.enter(w).unwrap();
-                let t = sys.timer(TimerFlags::empty(), |_| {});
+                let t = sys.timer(|_| {});
                 for i in 0..50_000 {
                     t.modify(100 + i % 500).unwrap();
                     assert!(t.delete());

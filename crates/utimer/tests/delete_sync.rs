@@ -43,7 +43,7 @@ fn waits_for_a_running_callback() {
         Arc::new(AtomicBool::new(false)),
     );
     let (s, f) = (started.clone(), finished.clone());
-    let t = sys.timer(TimerFlags::empty(), move |_| {
+    let t = sys.timer(move |_| {
         s.store(true, SeqCst);
         thread::sleep(Duration::from_millis(50));
         f.store(true, SeqCst);
@@ -63,7 +63,7 @@ fn pending_and_idle_timers() {
     let _g = sys.enter(0).unwrap();
     let fired = Arc::new(AtomicU64::new(0));
     let f = fired.clone();
-    let t = sys.timer(TimerFlags::empty(), move |_| {
+    let t = sys.timer(move |_| {
         f.fetch_add(1, SeqCst);
     });
     assert_eq!(t.delete_sync(), Ok(false), "idle");
@@ -82,7 +82,7 @@ fn from_its_own_callback_is_an_error_and_changes_nothing() {
     let _g = sys.enter(0).unwrap();
     let seen: Arc<Mutex<Vec<Result<bool, TimerError>>>> = Arc::default();
     let s = seen.clone();
-    let t = sys.timer(TimerFlags::empty(), move |me| {
+    let t = sys.timer(move |me| {
         me.modify(100).unwrap();
         s.lock().unwrap().push(me.delete_sync());
         s.lock().unwrap().push(me.shutdown_sync());
@@ -113,7 +113,7 @@ fn try_delete_sync_reports_a_running_callback() {
         Arc::new(AtomicBool::new(false)),
     );
     let (s, r) = (started.clone(), release.clone());
-    let t = sys.timer(TimerFlags::empty(), move |me| {
+    let t = sys.timer(move |me| {
         me.modify(50).unwrap();
         s.store(true, SeqCst);
         wait_for(&r);
@@ -132,7 +132,7 @@ fn try_delete_sync_reports_a_running_callback() {
 #[test]
 fn shutdown_refuses_later_arms() {
     let (sys, _clock) = manual();
-    let t = sys.timer(TimerFlags::empty(), |_| {});
+    let t = sys.timer(|_| {});
     t.modify(10).unwrap();
     assert!(t.shutdown());
     assert!(t.is_shutdown());
@@ -154,7 +154,7 @@ fn shutdown_sync_stops_a_timer_that_rearms_itself() {
     let f = fired.clone();
     let t = {
         let _g = sys.enter(0).unwrap();
-        let t = Arc::new(sys.timer(TimerFlags::PINNED, move |me| {
+        let t = Arc::new(sys.timer_with_flags(TimerFlags::PINNED, move |me| {
             f.fetch_add(1, SeqCst);
             let _ = me.modify(me.expires() + 1);
         }));
@@ -197,7 +197,7 @@ fn callback_never_runs_after_delete_sync_under_contention() {
         (0..16)
             .map(|i| {
                 let r = running.clone();
-                sys.timer(TimerFlags::empty(), move |_| {
+                sys.timer(move |_| {
                     assert_eq!(
                         r[i].fetch_add(1, SeqCst) % 2,
                         0,

@@ -26,27 +26,27 @@ fn earlier_timer_wakes_an_idle_worker_later_ones_do_not() {
         .build();
     let (wakes, waker) = counting_waker();
     let worker = sys.register_worker(0, waker).unwrap();
-    let far = sys.timer(TimerFlags::empty(), |_| {});
+    let far = sys.timer(|_| {});
     far.modify(10_000).unwrap();
-    assert_eq!(worker.idle(), Some(far.fires_at().unwrap()));
+    assert_eq!(worker.idle_enter(), Some(far.fires_at().unwrap()));
 
     thread::scope(|s| {
         s.spawn(|| {
             // Another thread (its own home worker) arms onto worker 0's bases.
-            let t = sys.timer(TimerFlags::empty(), |_| {});
+            let t = sys.timer(|_| {});
             t.add_on(0, 20_000).unwrap();
             assert_eq!(
                 wakes.load(SeqCst),
                 0,
                 "later than the worker wakes: no wake-up"
             );
-            let d = sys.timer(TimerFlags::DEFERRABLE, |_| {});
+            let d = sys.timer_with_flags(TimerFlags::DEFERRABLE, |_| {});
             d.add_on(0, 5).unwrap();
             assert_eq!(wakes.load(SeqCst), 0, "deferrable timers never wake");
-            let near = sys.timer(TimerFlags::empty(), |_| {});
+            let near = sys.timer(|_| {});
             near.add_on(0, 100).unwrap();
             assert_eq!(wakes.load(SeqCst), 1, "earlier: woken");
-            let pinned = sys.timer(TimerFlags::PINNED, |_| {});
+            let pinned = sys.timer_with_flags(TimerFlags::PINNED, |_| {});
             pinned.add_on(0, 50).unwrap();
             assert_eq!(wakes.load(SeqCst), 2, "the local base wakes too");
             t.delete();
@@ -55,11 +55,11 @@ fn earlier_timer_wakes_an_idle_worker_later_ones_do_not() {
             pinned.delete();
         });
     });
-    worker.busy();
-    let t = sys.timer(TimerFlags::empty(), |_| {});
+    worker.idle_exit();
+    let t = sys.timer(|_| {});
     t.add_on(0, 1).unwrap();
     assert_eq!(wakes.load(SeqCst), 2, "a busy worker is not woken");
-    assert_eq!(worker.idle(), Some(1));
+    assert_eq!(worker.idle_enter(), Some(1));
 }
 
 #[test]
@@ -70,8 +70,8 @@ fn idle_with_no_timer_sleeps_indefinitely() {
         .build();
     let (wakes, waker) = counting_waker();
     let worker = sys.register_worker(0, waker).unwrap();
-    assert_eq!(worker.idle(), None);
-    let t = sys.timer(TimerFlags::empty(), |_| {});
+    assert_eq!(worker.idle_enter(), None);
+    let t = sys.timer(|_| {});
     t.modify(1 << 40).unwrap();
     assert_eq!(
         wakes.load(SeqCst),
@@ -103,22 +103,22 @@ fn an_idle_worker_is_woken_in_time_and_never_early() {
             let give_up = Instant::now() + Duration::from_secs(10);
             while fired_at.lock().unwrap().is_none() && Instant::now() < give_up {
                 worker.run_expired();
-                match worker.idle_until() {
+                match worker.idle_enter_until() {
                     Some(at) => thread::park_timeout(at.saturating_duration_since(Instant::now())),
                     None => thread::park_timeout(Duration::from_secs(1)),
                 }
-                worker.busy();
+                worker.idle_exit();
             }
         })
     };
     ready_rx.recv().unwrap();
     thread::sleep(Duration::from_millis(20)); // let it go idle with no timer
     let f = fired_at.clone();
-    let t = sys.timer(TimerFlags::empty(), move |_| {
+    let t = sys.timer(move |_| {
         *f.lock().unwrap() = Some(Instant::now());
     });
     let armed = Instant::now();
-    t.add_on(0, sys.deadline_after(Duration::from_millis(30)))
+    t.add_on(0, sys.deadline(Duration::from_millis(30)))
         .unwrap();
     loop_thread.join().unwrap();
     let at = fired_at.lock().unwrap().expect("the timer fired");

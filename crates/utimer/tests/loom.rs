@@ -49,7 +49,7 @@ fn modify_vs_expire() {
         let (sys, clock) = system(1);
         let fired = Arc::new(AtomicUsize::new(0));
         let f = fired.clone();
-        let t = Arc::new(sys.timer(TimerFlags::empty(), move |_| {
+        let t = Arc::new(sys.timer(move |_| {
             f.fetch_add(1, SeqCst);
         }));
         t.modify(100).unwrap(); // level 1: fires at 104
@@ -82,7 +82,7 @@ fn migrate_vs_delete() {
         let (sys, _clock) = system(2);
         let t = {
             let _g = sys.enter(0).unwrap();
-            let t = Arc::new(sys.timer(TimerFlags::empty(), |_| {}));
+            let t = Arc::new(sys.timer(|_| {}));
             t.modify(50).unwrap();
             t
         };
@@ -114,7 +114,7 @@ fn drop_waits_for_callback() {
         let in_callback = Arc::new(AtomicBool::new(false));
         let dropped = Arc::new(AtomicBool::new(false));
         let (i, d) = (in_callback.clone(), dropped.clone());
-        let t = sys.timer(TimerFlags::empty(), move |_| {
+        let t = sys.timer(move |_| {
             assert!(!d.load(SeqCst), "callback started after drop returned");
             i.store(true, SeqCst);
             i.store(false, SeqCst);
@@ -173,7 +173,7 @@ fn delete_sync_vs_expire() {
         let (sys, clock) = system(1);
         let w = Watch::default();
         let cb = w.clone();
-        let t = sys.timer(TimerFlags::empty(), move |_| {
+        let t = sys.timer(move |_| {
             cb.enter();
             cb.exit();
         });
@@ -195,7 +195,7 @@ fn shutdown_sync_vs_rearming_callback() {
         let (sys, clock) = system(1);
         let w = Watch::default();
         let cb = w.clone();
-        let t = sys.timer(TimerFlags::empty(), move |me| {
+        let t = sys.timer(move |me| {
             cb.enter();
             let _ = me.modify(0);
             cb.exit();
@@ -222,7 +222,7 @@ fn modify_from_third_thread_vs_running_callback() {
         let cb = w.clone();
         let t = {
             let _g = sys.enter(0).unwrap();
-            let t = Arc::new(sys.timer(TimerFlags::empty(), move |_| {
+            let t = Arc::new(sys.timer(move |_| {
                 cb.enter();
                 cb.exit();
             }));
@@ -256,7 +256,7 @@ fn delete_sync_vs_rearm_from_callback() {
         let w = Watch::default();
         let cb = w.clone();
         let rearmed = Arc::new(AtomicBool::new(false));
-        let t = sys.timer(TimerFlags::empty(), move |me| {
+        let t = sys.timer(move |me| {
             cb.enter();
             if !rearmed.swap(true, SeqCst) {
                 let _ = me.modify(0);

@@ -20,11 +20,11 @@ fn timers_armed_from_outside_fire_never_early() {
     let mut timers = Vec::new();
     for ms in [1u64, 5, 20, 60, 150] {
         let tx = tx.clone();
-        let t = rt.system().timer(TimerFlags::empty(), move |_| {
+        let t = rt.system().timer(move |_| {
             tx.send((ms, Instant::now())).unwrap()
         });
         let armed = Instant::now();
-        t.modify_after(Duration::from_millis(ms)).unwrap();
+        t.modify(Duration::from_millis(ms)).unwrap();
         timers.push((ms, armed, t));
     }
     for _ in 0..timers.len() {
@@ -41,15 +41,15 @@ fn timers_armed_from_outside_fire_never_early() {
 #[test]
 fn an_idle_worker_wakes_for_a_newly_armed_earlier_timer() {
     let rt = Runtime::new(1).unwrap();
-    let far = rt.system().timer(TimerFlags::empty(), |_| {});
-    far.modify_after(Duration::from_secs(60)).unwrap();
+    let far = rt.system().timer(|_| {});
+    far.modify(Duration::from_secs(60)).unwrap();
     thread::sleep(Duration::from_millis(30)); // the worker sleeps for a minute
     let (tx, rx) = mpsc::channel();
-    let near = rt.system().timer(TimerFlags::empty(), move |_| {
+    let near = rt.system().timer(move |_| {
         tx.send(Instant::now()).unwrap()
     });
     let armed = Instant::now();
-    near.modify_after(Duration::from_millis(20)).unwrap();
+    near.modify(Duration::from_millis(20)).unwrap();
     let at = rx
         .recv_timeout(LOOSE)
         .expect("woken in time, not after a minute");
@@ -90,8 +90,8 @@ fn an_idle_runtime_does_not_poll() {
     // One far timer per worker: still no wake-up within the window.
     let timers: Vec<_> = (0..2)
         .map(|w| {
-            let t = rt.system().timer(TimerFlags::empty(), |_| {});
-            t.add_on(w, rt.system().deadline_after(Duration::from_secs(3600)))
+            let t = rt.system().timer(|_| {});
+            t.add_on(w, rt.system().deadline(Duration::from_secs(3600)))
                 .unwrap();
             t
         })
@@ -111,21 +111,21 @@ fn shutdown_lets_a_running_callback_finish() {
         Arc::new(AtomicBool::new(false)),
     );
     let (s, f) = (started.clone(), finished.clone());
-    let t = rt.system().timer(TimerFlags::empty(), move |_| {
+    let t = rt.system().timer(move |_| {
         s.store(true, SeqCst);
         thread::sleep(Duration::from_millis(100));
         f.store(true, SeqCst);
     });
-    t.modify_after(Duration::from_millis(1)).unwrap();
+    t.modify(Duration::from_millis(1)).unwrap();
     let give_up = Instant::now() + LOOSE;
     while !started.load(SeqCst) && Instant::now() < give_up {
         thread::yield_now();
     }
     assert!(started.load(SeqCst));
-    let pending = rt.system().timer(TimerFlags::empty(), |_| {
+    let pending = rt.system().timer(|_| {
         unreachable!("pending timers never run after shutdown")
     });
-    pending.modify_after(Duration::from_millis(200)).unwrap();
+    pending.modify(Duration::from_millis(200)).unwrap();
     rt.shutdown();
     assert!(
         finished.load(SeqCst),
@@ -136,7 +136,7 @@ fn shutdown_lets_a_running_callback_finish() {
         "pending timers are cancelled at shutdown"
     );
     assert_eq!(
-        pending.modify_after(Duration::from_millis(1)),
+        pending.modify(Duration::from_millis(1)),
         Err(utimer::TimerError::Shutdown)
     );
 }
@@ -179,28 +179,123 @@ fn sleep_can_be_cut_short_by_another_thread() {
 
 #[test]
 fn sleeping_inside_a_job() {
-    // Two workers: the sleep is armed on the other worker.
+    // Two workers, each sleeping in a job at once: each sleep's timer is on
+    // its own worker, which keeps running its timers while it waits.
     let rt = Runtime::new(2).unwrap();
     let (tx, rx) = mpsc::channel();
-    let sys = rt.system_arc();
-    rt.spawn_on(0, move || {
-        let start = Instant::now();
-        let r = sys.sleep(Duration::from_millis(10));
-        tx.send((r, start.elapsed())).unwrap();
-    });
-    let (r, took) = rx.recv_timeout(LOOSE).unwrap();
-    assert_eq!(r, Ok(()));
-    assert!(took >= Duration::from_millis(10));
+    for w in 0..2 {
+        let (sys, tx) = (rt.system_arc(), tx.clone());
+        rt.spawn_on(w, move || {
+            let start = Instant::now();
+            let r = sys.sleep(Duration::from_millis(15));
+            tx.send((r, start.elapsed())).unwrap();
+        });
+    }
+    for _ in 0..2 {
+        let (r, took) = rx.recv_timeout(LOOSE).expect("no sleep may deadlock");
+        assert_eq!(r, Ok(()));
+        assert!(took >= Duration::from_millis(15), "early: {took:?}");
+    }
 
-    // One worker: its thread must not wait for a timer only it can run.
+    // One worker: it runs its own sleep's timer.
     let rt = Runtime::new(1).unwrap();
     let (tx, rx) = mpsc::channel();
     let sys = rt.system_arc();
-    rt.spawn(move || tx.send(sys.sleep(Duration::from_millis(1))).unwrap());
+    rt.spawn(move || {
+        let start = Instant::now();
+        let r = sys.sleep(Duration::from_millis(3));
+        tx.send((r, start.elapsed())).unwrap()
+    });
+    let (r, took) = rx.recv_timeout(LOOSE).unwrap();
+    assert_eq!(r, Ok(()));
+    assert!(took >= Duration::from_millis(3));
+}
+
+#[test]
+fn a_sleeping_worker_keeps_running_its_timers() {
+    let rt = Runtime::new(1).unwrap();
+    let (started_tx, started_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel();
+    let sys = rt.system_arc();
+    rt.spawn(move || {
+        started_tx.send(()).unwrap();
+        done_tx.send(sys.sleep(Duration::from_millis(400))).unwrap();
+    });
+    started_rx.recv_timeout(LOOSE).unwrap();
+    // Armed from outside onto the only worker, which is asleep in a job:
+    // the arm wakes its sleep loop, and the timer fires long before the
+    // job's sleep ends.
+    let (fired_tx, fired_rx) = mpsc::channel();
+    let t = rt
+        .system()
+        .timer_with_flags(TimerFlags::PINNED, move |_| fired_tx.send(Instant::now()).unwrap());
+    let armed = Instant::now();
+    t.add_on(0, Duration::from_millis(5)).unwrap();
+    let at = fired_rx.recv_timeout(LOOSE).expect("the timer fired");
+    assert!(at >= armed + Duration::from_millis(5), "early");
+    assert!(
+        done_rx.try_recv().is_err(),
+        "fired while the job still sleeps"
+    );
+    assert_eq!(done_rx.recv_timeout(LOOSE).unwrap(), Ok(()));
+}
+
+#[test]
+fn sleeping_in_a_timer_callback_is_refused() {
+    let rt = Runtime::new(1).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let sys = rt.system_arc();
+    let t = rt.system().timer(move |_| {
+        tx.send(sys.sleep(Duration::from_millis(1))).unwrap();
+    });
+    t.modify(Duration::from_millis(1)).unwrap();
     assert_eq!(
         rx.recv_timeout(LOOSE).unwrap(),
-        Err(utimer::TimerError::BlocksOnlyWorker)
+        Err(utimer::TimerError::InCallback)
     );
+}
+
+#[test]
+fn shutdown_never_hangs_racing_a_worker_that_just_finished_a_job() {
+    // Defect: the worker looked at the shutdown flag before taking its
+    // parker token, so a shutdown between the two was missed and the worker
+    // slept forever while shutdown joined it.
+    let (tx, rx) = mpsc::channel();
+    let racer = std::thread::spawn(move || {
+        for i in 0..2000 {
+            let rt = Runtime::new(2).unwrap();
+            let (jtx, jrx) = mpsc::channel();
+            rt.spawn_on(i % 2, move || jtx.send(()).unwrap());
+            jrx.recv().unwrap();
+            rt.shutdown();
+        }
+        tx.send(()).unwrap();
+    });
+    rx.recv_timeout(Duration::from_secs(120))
+        .expect("Runtime::shutdown hung");
+    racer.join().unwrap();
+}
+
+#[test]
+fn a_runtime_dropped_inside_its_own_job() {
+    let rt = Runtime::new(2).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let slot = Arc::new(std::sync::Mutex::new(None::<Runtime>));
+    let s = slot.clone();
+    rt.spawn_on(0, move || {
+        // Take the runtime out of its slot and drop it here, in its own job.
+        let rt = loop {
+            if let Some(rt) = s.lock().unwrap().take() {
+                break rt;
+            }
+            std::thread::yield_now();
+        };
+        drop(rt);
+        tx.send(()).unwrap();
+    });
+    *slot.lock().unwrap() = Some(rt);
+    rx.recv_timeout(LOOSE)
+        .expect("dropping a runtime in its own job returns");
 }
 
 #[test]
@@ -213,15 +308,15 @@ fn a_panicking_timer_callback_leaves_the_worker_running() {
         },
     ))
     .unwrap();
-    let bad = rt.system().timer(TimerFlags::empty(), |_| {
+    let bad = rt.system().timer(|_| {
         panic!("callback failure (expected by this test)")
     });
-    bad.modify_after(Duration::from_millis(1)).unwrap();
+    bad.modify(Duration::from_millis(1)).unwrap();
     let (tx, rx) = mpsc::channel();
     let good = rt
         .system()
-        .timer(TimerFlags::empty(), move |_| tx.send(()).unwrap());
-    good.modify_after(Duration::from_millis(20)).unwrap();
+        .timer(move |_| tx.send(()).unwrap());
+    good.modify(Duration::from_millis(20)).unwrap();
     rx.recv_timeout(LOOSE)
         .expect("the worker goes on after a panic");
     assert_eq!(hook_calls.load(SeqCst), 1);

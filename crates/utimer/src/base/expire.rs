@@ -2,62 +2,74 @@
 //! `expire_timers()`.
 //!
 //! The wheel hands out due timers one at a time. For each, under the base
-//! lock, the timer is marked not pending and `running` is set to it; the lock
+//! lock, the timer is marked running and `running` is set to it; the lock
 //! is dropped, the callback runs, the lock is taken again and `running`
 //! cleared. Between two callbacks the lock is free, so other threads can
 //! arm, modify and delete timers of this base — including ones that are due
 //! but not yet run, which a `delete` then cancels as the kernel's does.
 //!
+//! One run at a time per base: a second `run_expired` of a base whose run is
+//! under way (on another thread, or in an outer frame of this one, through a
+//! callback that blocks) returns at once and leaves the due timers to the
+//! run in progress. Two runs at once would each set `running`, and
+//! `delete_sync` would no longer know which callback to wait for.
+//!
 //! A callback may re-arm its own timer: it stays on this base while its
-//! callback runs (see `modify`), and if its new expiry is already reached it
-//! fires again within this same run. A panicking callback is caught,
-//! counted (`BaseStats::panicked`) and reported to the hook set with
-//! [`Builder::on_callback_panic`](crate::Builder::on_callback_panic); the
-//! base is never left locked, the worker goes on, and the timer counts as
-//! fired.
+//! callback runs (see `timer/modify.rs`), and if its new expiry is already
+//! reached it fires again in the next run. A panicking callback is caught,
+//! counted (`BaseStats::panicked`) and reported to the panic hook; the base
+//! is never left locked, the run goes on, and the timer counts as fired.
+//!
+//! A timer whose handle was dropped while its callback ran (`DROPPED`, set
+//! under this lock by the handle's `Drop`) is freed here once the callback
+//! returns: the drop did not wait.
 
-use super::{Base, TimerPtr};
-use crate::sync::{futex, prefetch};
-use crate::timer::raw::RawTimer;
-use crate::timer::state::{expires_of, idx_of, pack, IDX_NONE, IDX_RUNNING};
+use super::{free_timer, Base, TimerPtr};
+use crate::entry::{RawTimer, TimerRef, DROPPED};
+use crate::sync::{futex, prefetch, thread_local};
 use std::any::Any;
 use std::cell::Cell;
-use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::ptr::{self, NonNull};
-use std::sync::atomic::Ordering::{Relaxed, Release};
+use std::ptr;
+use std::sync::atomic::Ordering::Release;
 
-/// What this thread is doing in a callback: the timer whose callback it is
-/// running (null: none), and whether that timer's handle was dropped inside
-/// it (free it when the callback returns).
-type Running = (*const RawTimer, bool);
-
-#[cfg(not(loom))]
-std::thread_local! {
-    static RUNNING: Cell<Running> = const { Cell::new((ptr::null(), false)) };
-}
-#[cfg(loom)]
-loom::thread_local! {
-    static RUNNING: Cell<Running> = Cell::new((ptr::null(), false));
+thread_local! {
+    /// The timer whose callback this thread is running (null: none).
+    static CURRENT: Cell<*const RawTimer> = Cell::new(ptr::null());
 }
 
-/// Whether this thread is running `timer`'s callback right now.
+/// Whether this thread is running `t`'s callback right now.
 #[inline]
-pub(crate) fn running_here(timer: *const RawTimer) -> bool {
-    RUNNING.with(|r| r.get().0 == timer)
+pub(crate) fn running_here(t: TimerRef<'_>) -> bool {
+    CURRENT.with(|c| t.is(c.get()))
 }
 
-/// Asks the expiring thread to free the running timer once its callback
-/// returns (the handle was dropped inside it).
-pub(crate) fn free_after_callback() {
-    RUNNING.with(|r| r.set((r.get().0, true)));
+/// Whether this thread is running some timer's callback right now.
+#[inline]
+pub(crate) fn in_callback() -> bool {
+    CURRENT.with(|c| !c.get().is_null())
 }
 
-/// Expires every timer of `base` due at or before `now`; returns how many
-/// callbacks ran.
-pub(crate) fn run_expired(base: &Base, now: u64) -> usize {
+/// What an expiry run did.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Expired {
+    /// Callbacks run.
+    pub(crate) ran: usize,
+    /// The base's next expiry afterwards, read under the lock that ended
+    /// the run (what the pull model propagates up its hierarchy).
+    pub(crate) next: Option<u64>,
+}
+
+/// Expires every timer of `base` due at or before `now` (and every timer
+/// that was already due before the run began).
+pub(crate) fn run_expired(base: &Base, now: u64) -> Expired {
     let mut guard = base.lock();
-    let mut n = 0;
+    if guard.expiring {
+        let next = guard.wheel.next_expiry();
+        return Expired { ran: 0, next };
+    }
+    guard.expiring = true;
+    let mut ran = 0;
     let mut published = guard.wheel.clk();
     while let Some(TimerPtr(ptr)) = guard.wheel.poll(now) {
         // Start the cache misses of the next due timer while this one runs.
@@ -67,15 +79,14 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> usize {
                 prefetch(after);
             }
         }
-        // SAFETY: a timer the wheel holds is live (timer/raw.rs lifetime rules).
-        let timer = unsafe { ptr.as_ref() };
-        // `running` first, then the word: whoever sees IDX_RUNNING in the
-        // word also sees `running` naming the timer.
+        // SAFETY: a timer the wheel held is live (entry/ lifetime rules),
+        // and stays live until `running` is cleared: its handle's Drop
+        // defers the free to us while it is set.
+        let t = unsafe { TimerRef::new(ptr) };
+        // `running` first, then the word: whoever sees the timer running in
+        // its word also sees `running` naming it.
         base.running.store(ptr.as_ptr(), Release);
-        let word = timer.expires_idx.load(Relaxed);
-        timer
-            .expires_idx
-            .store(pack(expires_of(word), IDX_RUNNING), Release);
+        t.get().state.mark_running(&guard.locked());
         guard.stats.fired += 1;
         if guard.wheel.clk() != published {
             published = guard.wheel.clk();
@@ -83,30 +94,23 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> usize {
         }
         drop(guard);
 
-        let (panic, free) = call_timer(ptr);
-        let panicked = panic.is_some();
-        if let Some(payload) = panic {
-            report_panic(base, &*payload);
-        }
-        n += 1;
+        let panicked = call(t).map_err(|payload| report_panic(base, &*payload));
+        ran += 1;
 
         guard = base.lock();
+        guard.stats.panicked += panicked.is_err() as u64;
         base.running.store(ptr::null_mut(), Release);
-        // Idle again, unless the callback re-armed it. (The owner may free
-        // the timer as soon as the lock is released: this is the last touch.)
-        let word = timer.expires_idx.load(Relaxed);
-        if idx_of(word) == IDX_RUNNING {
-            timer
-                .expires_idx
-                .store(pack(expires_of(word), IDX_NONE), Release);
-        }
-        if panicked {
-            guard.stats.panicked += 1;
-        }
+        t.get().state.finish_running(&guard.locked());
         let wake = guard.waiters != 0;
         if wake {
             guard.waiters = 0;
             base.callback_seq.fetch_add(1, Release);
+        }
+        let free = t.get().flags() & DROPPED != 0;
+        if free {
+            // The handle is gone; the callback may have re-armed the timer
+            // after it went (it stays on this base while running).
+            guard.delete_timer(t);
         }
         if wake || free {
             drop(guard);
@@ -114,38 +118,33 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> usize {
                 futex::wake_all(&base.callback_seq);
             }
             if free {
-                // The handle was dropped inside the callback, which may have
-                // re-armed the timer afterwards: detach it again, then free it.
-                crate::timer::detach_and_wait(ptr);
-                // SAFETY: the owning handle is gone, the timer is detached and
-                // no callback of it runs: nothing can reach it any more.
-                unsafe { RawTimer::free(ptr) };
+                // SAFETY: the handle is gone, the timer is detached, its
+                // callback has returned and `running` no longer names it:
+                // nothing references it.
+                unsafe { free_timer(t) };
             }
             guard = base.lock();
         }
     }
+    guard.expiring = false;
     guard.publish_clk();
-    n
+    let next = guard.wheel.next_expiry();
+    Expired { ran, next }
 }
 
-/// Tells the system's panic hook, if any, about a callback's panic (outside
-/// every lock; a panicking hook is caught and ignored).
+/// Runs the callback outside any lock, with [`CURRENT`] naming it.
+fn call(t: TimerRef<'_>) -> Result<(), Box<dyn Any + Send>> {
+    let outer = CURRENT.with(|c| c.replace(t.ptr().as_ptr()));
+    let result = catch_unwind(AssertUnwindSafe(|| t.call()));
+    CURRENT.with(|c| c.set(outer));
+    result
+}
+
+/// Tells the panic hook, if any, about a callback's panic (outside every
+/// lock; a panicking hook is caught and ignored).
 #[cold]
 fn report_panic(base: &Base, payload: &(dyn Any + Send)) {
-    if let Some(hook) = &base.system().panic_hook {
+    if let Some(hook) = base.table().panic_hook() {
         let _ = catch_unwind(AssertUnwindSafe(|| hook(payload)));
     }
-}
-
-/// Calls the callback outside any lock. Returns (the panic payload if it
-/// panicked, free the timer now).
-fn call_timer(ptr: NonNull<RawTimer>) -> (Option<Box<dyn Any + Send>>, bool) {
-    let outer = RUNNING.with(|r| r.replace((ptr.as_ptr(), false)));
-    // A borrowed handle: the callback may use it but must not drop it.
-    let handle = ManuallyDrop::new(crate::Timer::from_raw(ptr));
-    // SAFETY: the timer is live while its callback runs (its owner's Drop
-    // waits for `running` to clear, or defers the free to us).
-    let result = catch_unwind(AssertUnwindSafe(|| unsafe { RawTimer::call(ptr, &handle) }));
-    let (_, free) = RUNNING.with(|r| r.replace(outer));
-    (result.err(), free)
 }

@@ -11,19 +11,26 @@
 //! | [`BaseKind::Global`] | movable timers: may be expired by another worker when this one idles (pull model) | `BASE_GLOBAL` |
 //! | [`BaseKind::Deferrable`] | deferrable timers: never wake an idle worker | `BASE_DEF` |
 //!
+//! The bases of all workers live in one table ([`Bases`], `table.rs`), which
+//! also owns the clock, the thread-to-worker binding and the hooks through
+//! which this layer calls up without importing upward: whom to wake when a
+//! timer lands on an idle base, what to run while a worker's thread blocks,
+//! and whom to tell about a callback's panic.
+//!
 //! # Ground rules: who may touch what
 //!
-//! * The wheel, the statistics and `dead` are only touched with the base's
-//!   lock held (a `BaseGuard`).
-//! * A timer's `expires_idx`, `base` and wheel key are written only by a
-//!   thread holding the lock of the base named in the timer's `base` word.
-//!   Anyone may read `expires_idx` and `base` at any time.
+//! * The wheel, the statistics, `dead`, `expiring` and `waiters` are only
+//!   touched with the base's lock held, through a [`BaseGuard`].
+//! * A timer's state word, base link and wheel key are written only by a
+//!   thread holding the lock of the base named in the timer's base link;
+//!   the guard's [`Locked`] proof is what the timer's setters take. Anyone
+//!   may read the state word and the base link at any time.
 //! * `clk` mirrors the wheel clock: written under the lock, read by anyone
 //!   (only for the lock-free same-bucket check in `modify`).
 //! * `running` is written under the lock by the thread expiring this base;
 //!   it names the timer whose callback that thread is running, outside the
-//!   lock. `waiters` (under the lock) and `callback_seq` (the futex word)
-//!   let `delete_sync` sleep until that callback returns.
+//!   lock. `waiters` and `callback_seq` (the futex word) let `delete_sync`
+//!   sleep until that callback returns.
 //! * `idle_until` is written by the owning worker: under the lock when it
 //!   goes idle, freely when it wakes. Enqueues read it under the lock.
 //! * No callback, deallocation or user code ever runs under a base lock.
@@ -39,26 +46,40 @@
 //! **releases** the old lock and only then takes the new one. As two base
 //! locks are never held at once, there is no order between them to get
 //! wrong, and no deadlock between two threads moving timers in opposite
-//! directions. The other locks never nest with a base lock: a worker's
-//! waker (`Shared::wakers`) is taken only after the base lock is released
-//! (in `BaseGuard`'s drop) or at registration, and the runtime's job queues
-//! are independent. Finding a timer's base is the kernel's
-//! `lock_timer_base()`: read `base`, lock that base, re-read `base`, and
-//! retry if the timer moved meanwhile or is `MIGRATING`.
+//! directions. Finding a timer's base is the kernel's `lock_timer_base()`:
+//! read the base link, lock that base, re-read the link, and retry if the
+//! timer moved meanwhile or is `MIGRATING`.
+//!
+//! The other locks never nest inside a base lock today: the hooks are called
+//! only after the base lock is released (in `BaseGuard`'s drop), the
+//! worker's waker lock is taken there or at registration, and the runtime's
+//! job queues are independent. The layers to come add exactly one nesting,
+//! in one direction: **a base lock may be held while taking a hierarchy
+//! lock (the pull model's group locks, child before parent), never the
+//! reverse**. Nothing that holds a hierarchy lock may take a base lock.
+//!
+//! # Staying fresh
+//!
+//! A base's clock moves when its expiry runs. A worker that sleeps, or that
+//! is stuck in a long job, leaves it behind, and a timer placed relative to
+//! a stale clock lands on a needlessly coarse level (late by up to that
+//! level's granule). Level 0 is exact whatever the clock, but before placing
+//! a timer on a coarser level the base reads the system clock and brings
+//! its own forward (the kernel's `forward_timer_base()`; see
+//! [`BaseGuard::add_timer`]).
 
 mod expire;
 mod stats;
+mod table;
 
-pub(crate) use expire::{free_after_callback, run_expired, running_here};
+pub(crate) use expire::{in_callback, run_expired, running_here};
 pub use stats::BaseStats;
 pub(crate) use stats::Counters;
+pub(crate) use table::{Bases, BasesConfig, Binding, Hooks, PanicHook};
 
-use crate::sync::{load_for_spin, spin_hint, AtomicPtr, AtomicU32, AtomicU64, SpinLock};
-use crate::system::Shared;
-use crate::timer::raw::RawTimer;
-use crate::timer::state::{is_pending, pack, IDX_NONE, IDX_RUNNING, MIGRATING};
-use crate::wheel::{calc_position, clamp_expiry, Key, Position, Wheel};
-use std::cell::UnsafeCell;
+use crate::entry::{Locked, RawTimer, TimerRef, MIGRATING};
+use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, SpinLock, UnsafeCell};
+use crate::wheel::{calc_position, clamp_expiry, level_limit, Key, Position, Unchecked, Wheel};
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -74,52 +95,60 @@ pub enum BaseKind {
     Deferrable = 2,
 }
 
+impl BaseKind {
+    /// All three, in the order an expiry run takes them.
+    pub const ALL: [BaseKind; KINDS] = [BaseKind::Local, BaseKind::Global, BaseKind::Deferrable];
+}
+
 /// Bases per worker.
 pub(crate) const KINDS: usize = 3;
 
+/// Distances below this land on level 0, which is exact whatever the clock.
+const LEVEL0_SPAN: u64 = level_limit(0);
+
 /// A pointer to a queued timer, as stored in a wheel.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub(crate) struct TimerPtr(pub(crate) NonNull<RawTimer>);
+pub(crate) struct TimerPtr(NonNull<RawTimer>);
 
-// SAFETY: a TimerPtr is only dereferenced under the rules in `timer/raw.rs`
-// (the owning handle keeps the allocation alive while any base can see it).
+// SAFETY: a TimerPtr is only dereferenced under the lifetime rules of
+// `entry/` (a queued timer is live), from whichever thread holds the lock.
 unsafe impl Send for TimerPtr {}
 
 /// The part of a base protected by its lock.
 pub(crate) struct BaseInner {
-    pub(crate) wheel: Wheel<TimerPtr>,
+    pub(crate) wheel: Wheel<TimerPtr, Unchecked>,
     pub(crate) stats: Counters,
     /// Set when the system shuts down: the base accepts no more timers.
     pub(crate) dead: bool,
+    /// An expiry run of this base is under way (on some thread, maybe in an
+    /// outer frame of this one): no second run may start.
+    pub(crate) expiring: bool,
     /// Threads blocked in `delete_sync` until the running callback returns;
     /// the expiring thread wakes them through `callback_seq`.
     pub(crate) waiters: u32,
 }
 
 /// One timer base. Cache-line aligned so that workers never share a line.
-/// `repr(C)` keeps what the lock-free `modify` check reads (`clk`, the
-/// configuration copies) on the first line, beside the lock.
+/// `repr(C)` keeps what the lock-free `modify` check reads (`clk`, `table`)
+/// on the first line, beside the lock.
 #[repr(C, align(128))]
 pub(crate) struct Base {
     lock: SpinLock,
-    /// Copy of the system's [`ModifyCheck`](crate::ModifyCheck): whether
-    /// `modify` makes the lock-free same-bucket check.
-    pub(crate) same_bucket: bool,
     /// Copy of the system's statistics switch: count lock-free hits.
     pub(crate) count_matches: bool,
-    /// This base's index in the system (`worker * 3 + kind`).
+    /// This base's index in its table (`worker * 3 + kind`).
     pub(crate) index: u32,
     /// Mirror of `wheel.clk()`; written under `lock`.
     pub(crate) clk: AtomicU64,
     /// 0 while the owning worker is awake; else the tick it sleeps until
     /// (`u64::MAX`: indefinitely). Written by the worker under `lock` when it
     /// goes idle (and freely when it wakes); an enqueue that fires earlier
-    /// wakes it (the kernel's `trigger_dyntick_cpu()`).
+    /// calls the wake hook (the kernel's `trigger_dyntick_cpu()`).
     pub(crate) idle_until: AtomicU64,
     /// The timer whose callback is running on this base, or null.
     pub(crate) running: AtomicPtr<RawTimer>,
-    /// The system this base belongs to (it lives inside it).
-    pub(crate) shared: *const Shared,
+    /// The table this base lives in.
+    table: *const Bases,
     /// Protected by `lock`.
     inner: UnsafeCell<BaseInner>,
     /// Lock-free `modify` hits (only counted when statistics are on), on its
@@ -130,39 +159,32 @@ pub(crate) struct Base {
     pub(crate) callback_seq: AtomicU32,
 }
 
-/// Per-base copies of the system's settings.
-#[derive(Copy, Clone)]
-pub(crate) struct BaseConfig {
-    pub(crate) same_bucket: bool,
-    pub(crate) count_matches: bool,
-    pub(crate) capacity: usize,
-}
-
 /// Aligns a field to its own cache-line pair.
 #[repr(align(128))]
 pub(crate) struct Padded<T>(pub(crate) T);
 
 // SAFETY: `inner` is only accessed through a BaseGuard, i.e. with `lock` held;
-// everything else is atomic or immutable (`shared` points to the Sync system).
+// everything else is atomic or immutable (`table` points to the Sync table
+// that contains this base).
 unsafe impl Sync for Base {}
 // SAFETY: as above; TimerPtr is Send.
 unsafe impl Send for Base {}
 
 impl Base {
-    pub(crate) fn new(index: u32, clk: u64, shared: *const Shared, config: BaseConfig) -> Self {
+    fn new(index: u32, clk: u64, table: *const Bases, config: &BasesConfig) -> Self {
         Base {
             lock: SpinLock::new(),
-            same_bucket: config.same_bucket,
-            count_matches: config.count_matches,
+            count_matches: config.stats,
             index,
             clk: AtomicU64::new(clk),
             idle_until: AtomicU64::new(0),
             running: AtomicPtr::new(std::ptr::null_mut()),
-            shared,
+            table,
             inner: UnsafeCell::new(BaseInner {
-                wheel: Wheel::with_capacity(clk, config.capacity),
+                wheel: Wheel::build(clk, config.capacity),
                 stats: Counters::default(),
                 dead: false,
+                expiring: false,
                 waiters: 0,
             }),
             matched: Padded(AtomicU64::new(0)),
@@ -170,12 +192,24 @@ impl Base {
         }
     }
 
-    /// The system this base belongs to.
-    #[inline]
-    pub(crate) fn system(&self) -> &Shared {
-        // SAFETY: bases live inside their system's allocation, so the system
+    /// The table this base belongs to.
+    #[inline(always)]
+    pub(crate) fn table(&self) -> &Bases {
+        // SAFETY: bases live inside their table's allocation, so the table
         // outlives every reference to one of its bases.
-        unsafe { &*self.shared }
+        unsafe { &*self.table }
+    }
+
+    /// The worker this base belongs to.
+    #[inline]
+    pub(crate) fn worker(&self) -> usize {
+        self.index as usize / KINDS
+    }
+
+    /// The address that timers on this base store in their base link.
+    #[inline(always)]
+    pub(crate) fn addr(&self) -> usize {
+        self as *const Base as usize
     }
 
     /// Takes the base lock.
@@ -184,34 +218,96 @@ impl Base {
         self.lock.lock();
         BaseGuard {
             base: self,
-            wake: false,
+            wake: None,
         }
     }
+
+    /// Whether `t`'s callback is running on this base.
+    #[inline(always)]
+    pub(crate) fn is_running(&self, t: TimerRef<'_>) -> bool {
+        t.is(self.running.load(Relaxed))
+    }
+
+    /// The tick this base needs its worker again at, read with the lock
+    /// taken: its next expiry (deferrable bases say `None`: they never wake
+    /// a worker).
+    pub(crate) fn next_expiry(&self) -> Option<u64> {
+        self.lock().wheel.next_expiry()
+    }
+
+    /// The worker goes idle until `until` (at the latest): publishes the
+    /// earlier of that and this base's next expiry, so that an arm that
+    /// fires before it calls the wake hook. Returns the next expiry, read
+    /// under the same lock, so no arm slips in between unseen.
+    pub(crate) fn idle_enter(&self, until: u64) -> Option<u64> {
+        let mut guard = self.lock();
+        let next = guard.wheel.next_expiry();
+        let until = next.map_or(until, |n| n.min(until));
+        self.idle_until.store(until.max(1), Relaxed);
+        next
+    }
+
+    /// The worker is busy again: arms here need not wake it.
+    pub(crate) fn idle_exit(&self) {
+        self.idle_until.store(0, Relaxed);
+    }
+
+    /// Shuts the base down: every pending timer is cancelled (its callback
+    /// never runs) and later arms are refused.
+    pub(crate) fn shut_down(&self) {
+        let mut guard = self.lock();
+        guard.dead = true;
+        let locked = guard.locked();
+        let mut cancelled = 0;
+        let inner = guard.inner_mut();
+        inner.wheel.drain(|TimerPtr(ptr)| {
+            // SAFETY: a queued timer is live (entry/ lifetime rules), and we
+            // hold its base's lock.
+            let t = unsafe { TimerRef::new(ptr) };
+            t.get().state.detach(false, &locked);
+            cancelled += 1;
+        });
+        inner.stats.deleted += cancelled;
+    }
+}
+
+/// The base a timer's base link names (the `MIGRATING` tag ignored).
+#[inline(always)]
+pub(crate) fn base_of(timer: &RawTimer, word: usize) -> &Base {
+    // SAFETY: a base link always holds the address of a base (tag aside),
+    // set at creation and by `set_base` under the lock; bases live as long
+    // as their table, which the timer keeps alive (entry/ lifetime rules).
+    let _ = timer;
+    unsafe { &*((word & !MIGRATING) as *const Base) }
+}
+
+/// The base the timer is on (or, while migrating, was on).
+#[inline(always)]
+pub(crate) fn timer_base(timer: &RawTimer) -> &Base {
+    base_of(timer, timer.base_word(Relaxed))
 }
 
 /// Proof that the base lock is held; gives access to the locked part.
 pub(crate) struct BaseGuard<'a> {
     pub(crate) base: &'a Base,
-    /// An enqueue fires before the idle worker would wake: wake it once the
-    /// lock is released.
-    wake: bool,
+    /// An enqueue fires at this tick, before the idle worker would wake:
+    /// tell the wake hook once the lock is released.
+    wake: Option<u64>,
 }
 
 impl Deref for BaseGuard<'_> {
     type Target = BaseInner;
-    #[inline]
+    #[inline(always)]
     fn deref(&self) -> &BaseInner {
         // SAFETY: the guard exists only while `lock` is held.
-        unsafe { &*self.base.inner.get() }
+        self.base.inner.with(|p| unsafe { &*p })
     }
 }
 
 impl DerefMut for BaseGuard<'_> {
-    #[inline]
+    #[inline(always)]
     fn deref_mut(&mut self) -> &mut BaseInner {
-        // SAFETY: the guard exists only while `lock` is held, and `&mut self`
-        // makes this the only reference derived from it.
-        unsafe { &mut *self.base.inner.get() }
+        self.inner_mut()
     }
 }
 
@@ -219,82 +315,114 @@ impl Drop for BaseGuard<'_> {
     #[inline]
     fn drop(&mut self) {
         self.base.lock.unlock();
-        if self.wake {
+        if let Some(expiry) = self.wake {
+            let kind = match self.base.index as usize % KINDS {
+                0 => BaseKind::Local,
+                1 => BaseKind::Global,
+                _ => BaseKind::Deferrable,
+            };
             self.base
-                .system()
-                .wake_worker(self.base.index as usize / KINDS);
+                .table()
+                .hooks()
+                .timer_on_idle(self.base.worker(), kind, expiry);
         }
     }
 }
 
-impl BaseGuard<'_> {
-    /// Queues `timer` at `pos` (computed against this base's current clock)
-    /// with expiry of record `expires`. The kernel's `enqueue_timer()`.
-    ///
-    /// `ptr` must be the allocation's own pointer (the handle's), not one
-    /// derived from a `&RawTimer`: expiry casts it to the whole `TimerCell`
-    /// to reach the callback, which needs the allocation's provenance.
+impl<'a> BaseGuard<'a> {
     #[inline(always)]
-    pub(crate) fn enqueue_timer(&mut self, ptr: NonNull<RawTimer>, pos: Position, expires: u64) {
-        let idle_until = self.base.idle_until.load(Relaxed);
-        self.enqueue_at(ptr, pos, expires, idle_until);
+    fn inner_mut(&mut self) -> &mut BaseInner {
+        // SAFETY: the guard exists only while `lock` is held, and `&mut self`
+        // makes this the only reference derived from it.
+        self.base.inner.with_mut(|p| unsafe { &mut *p })
     }
 
-    /// [`enqueue_timer`](Self::enqueue_timer) with the base's `idle_until`
-    /// already read: wakes the idle worker if the timer fires before it
-    /// would wake.
+    /// The proof, for the timer's setters, that this base's lock is held.
     #[inline(always)]
-    fn enqueue_at(&mut self, ptr: NonNull<RawTimer>, pos: Position, expires: u64, idle_until: u64) {
-        // SAFETY: the caller's handle keeps the timer alive.
-        let timer = unsafe { ptr.as_ref() };
-        let key = self.wheel.insert_at(pos, TimerPtr(ptr));
-        // SAFETY: we hold the lock of the base the timer is on (this one).
-        unsafe { timer.set_key(key.as_u32()) };
-        timer.expires_idx.store(pack(expires, pos.idx), Release);
-        if pos.expiry < idle_until {
-            self.wake = true;
+    pub(crate) fn locked(&self) -> Locked<'a> {
+        // SAFETY: the guard holds the lock of `self.base`; callers use the
+        // proof only on timers whose base link names this base.
+        unsafe { Locked::assume() }
+    }
+
+    /// Queues `t` at `pos` (computed against this base's current clock)
+    /// with expiry of record `expires`. The kernel's `enqueue_timer()`.
+    #[inline(always)]
+    pub(crate) fn enqueue(&mut self, t: TimerRef<'_>, pos: Position, expires: u64) {
+        let key = self.wheel.insert_at(pos, TimerPtr(t.ptr()));
+        let locked = self.locked();
+        t.get().set_key(key.slot(), &locked);
+        t.get().state.queue(expires, pos.idx, &locked);
+        if pos.expiry < self.base.idle_until.load(Relaxed) {
+            self.wake = Some(pos.expiry);
         }
     }
 
-    /// Queues `timer` to expire at `expires` (clamped to the wheel's range).
-    /// The kernel's `internal_add_timer()`.
+    /// Queues `t` to expire at `expires` (clamped to the wheel's range),
+    /// first bringing a stale clock forward if the timer would land above
+    /// level 0. The kernel's `internal_add_timer()` after
+    /// `forward_timer_base()`.
     #[inline]
-    pub(crate) fn internal_add_timer(&mut self, ptr: NonNull<RawTimer>, expires: u64) {
-        let idle_until = self.base.idle_until.load(Relaxed);
-        if idle_until != 0 {
-            // The worker sleeps and its clock stands still: bring it to the
-            // present, or the timer lands on a needlessly coarse level (the
-            // kernel's `forward_timer_base()` for idle bases).
-            let now = self.base.system().ticks.now();
-            self.wheel.forward(now);
-            self.publish_clk();
+    pub(crate) fn add_timer(&mut self, t: TimerRef<'_>, expires: u64, now: Option<u64>) {
+        if expires.saturating_sub(self.wheel.clk()) >= LEVEL0_SPAN {
+            let now = now.unwrap_or_else(|| self.base.table().ticks.now());
+            self.forward(now);
         }
         let clk = self.wheel.clk();
         let expires = clamp_expiry(expires, clk);
-        self.enqueue_at(ptr, calc_position(expires, clk), expires, idle_until);
+        self.enqueue(t, calc_position(expires, clk), expires);
     }
 
-    /// Removes `timer` from the wheel if it is queued; returns whether it
-    /// was. The kernel's `detach_if_pending()`.
+    /// Brings the wheel clock forward to `now` (never past a pending
+    /// bucket) and publishes it. The kernel's `forward_timer_base()`.
+    #[inline]
+    pub(crate) fn forward(&mut self, now: u64) {
+        if now > self.wheel.clk() {
+            self.wheel.forward(now);
+            self.publish_clk();
+        }
+    }
+
+    /// Removes `t` from the wheel if it is queued; returns whether it was.
+    /// The kernel's `detach_if_pending()`.
     #[inline(always)]
-    pub(crate) fn detach_if_pending(&mut self, timer: &RawTimer) -> bool {
-        let word = timer.expires_idx.load(Relaxed);
-        if !is_pending(word) {
+    pub(crate) fn detach_if_pending(&mut self, t: TimerRef<'_>) -> bool {
+        let timer = t.get();
+        if !timer.state.load(Relaxed).is_pending() {
             return false;
         }
-        // SAFETY: we hold the lock of the base the timer is on.
-        let key = Key::from_u32(unsafe { timer.key() });
-        let removed = self.wheel.remove(key);
-        debug_assert_eq!(removed, Some(TimerPtr(NonNull::from(timer))));
-        // A timer re-armed by its running callback and deleted before the
-        // callback returns is still running: say so, or `delete_sync` would
-        // take it for idle.
-        let running = self.base.running.load(Relaxed) == NonNull::from(timer).as_ptr();
-        let idx = if running { IDX_RUNNING } else { IDX_NONE };
-        timer
-            .expires_idx
-            .store(pack(crate::timer::state::expires_of(word), idx), Release);
+        let locked = self.locked();
+        let removed = self.wheel.remove(Key::unchecked(timer.key(&locked)));
+        debug_assert_eq!(removed, Some(TimerPtr(t.ptr())));
+        let running = self.base.is_running(t);
+        timer.state.detach(running, &locked);
         true
+    }
+
+    /// [`detach_if_pending`](Self::detach_if_pending), counted as a delete:
+    /// what every cancelling call does.
+    #[inline(always)]
+    pub(crate) fn delete_timer(&mut self, t: TimerRef<'_>) -> bool {
+        let detached = self.detach_if_pending(t);
+        self.stats.deleted += detached as u64;
+        detached
+    }
+
+    /// Moves `t` (detached, on this base) to `to`, without holding two
+    /// locks: marks it `MIGRATING`, releases this lock, takes `to`'s, and
+    /// lands it there. Returns the guard of `to`.
+    pub(crate) fn migrate(self, t: TimerRef<'_>, to: &'a Base) -> BaseGuard<'a> {
+        let locked = self.locked();
+        // SAFETY: the word is this base's address, tagged.
+        unsafe { t.get().set_base_word(self.base.addr() | MIGRATING, &locked) };
+        drop(self);
+        let mut guard = to.lock();
+        let locked = guard.locked();
+        // SAFETY: the word is `to`'s address; between the two locks the
+        // timer was on no base, and MIGRATING kept everyone else away.
+        unsafe { t.get().set_base_word(to.addr(), &locked) };
+        guard.stats.migrated += 1;
+        guard
     }
 
     /// Publishes the wheel clock for lock-free readers.
@@ -308,17 +436,30 @@ impl BaseGuard<'_> {
 /// kernel's `lock_timer_base()`.
 #[inline]
 pub(crate) fn lock_timer_base(timer: &RawTimer) -> BaseGuard<'_> {
-    let mut word = timer.base.load(Acquire);
+    let mut word = timer.base_word(Acquire);
     loop {
-        if word.addr() & MIGRATING == 0 {
-            let guard = timer.base_of(word).lock();
-            // Still on that base? `base` only changes under the base lock
+        if word & MIGRATING == 0 {
+            let guard = base_of(timer, word).lock();
+            // Still on that base? The link only changes under the base lock
             // (or between the two locks of a migration, with MIGRATING set).
-            if timer.base.load(Relaxed) == word {
+            if timer.base_word(Relaxed) == word {
                 return guard;
             }
         }
         spin_hint();
-        word = load_for_spin(&timer.base);
+        word = timer.base_word_for_spin();
     }
+}
+
+/// Frees a timer and gives back its count of its table.
+///
+/// # Safety
+/// As [`TimerRef::free`]: nothing references the timer any more.
+pub(crate) unsafe fn free_timer(t: TimerRef<'_>) {
+    let table: *const Bases = timer_base(t.get()).table;
+    // SAFETY: forwarded from the caller.
+    unsafe { t.free() };
+    // SAFETY: the timer held one strong count of its table (taken by
+    // `Bases::retain_for_timer`), and nothing of it remains.
+    unsafe { Bases::release_for_timer(table) };
 }

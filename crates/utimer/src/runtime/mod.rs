@@ -1,15 +1,13 @@
-//! The runtime layer: workers that sleep without a periodic tick.
+//! The runtime layer: worker threads that run timers and jobs, and sleep
+//! without a periodic tick.
 //!
-//! [`Runtime`] is the embedded default: N worker threads. [`Worker`] is the
-//! integration API for programs that own their threads; the runtime is
-//! built on it.
+//! [`Runtime`] is the embedded default: N worker threads, each registered
+//! through the integration API ([`Worker`](crate::Worker)) that programs
+//! owning their threads use directly. This is the top layer: it uses the
+//! [`TimerSystem`](crate::TimerSystem) facade and nothing below it.
 
 #[cfg(not(loom))]
 mod pool;
-mod sleep;
-mod worker;
 
 #[cfg(not(loom))]
 pub use pool::Runtime;
-pub use sleep::{Interrupter, SleepOutcome, Sleeper};
-pub use worker::Worker;

@@ -6,13 +6,15 @@
 //!
 //! ```text
 //! loop {
+//!     token = parker.token()               // before looking for work
+//!     shutdown? exit
 //!     run_expired()                        // timers due now
 //!     run queued jobs, and between two jobs
 //!         run_expired() once a tick passed // busy: tick granularity
 //!     nothing ran?
-//!         idle(): next timer tick          // publish it in the bases
-//!         park until then, or until unpark // a job, or an earlier timer
-//!         busy()
+//!         idle_enter(): next timer tick    // publish it in the bases
+//!         park(token) until then, or until unpark // a job, an earlier timer, shutdown
+//!         idle_exit()
 //! }
 //! ```
 //!
@@ -28,7 +30,15 @@
 //! running and exits; jobs still queued are dropped without running; the
 //! threads are joined. Timers still pending are cancelled (their callbacks
 //! never run) when the [`TimerSystem`] goes, and arming them then returns
-//! [`TimerError::Shutdown`](crate::TimerError::Shutdown).
+//! [`TimerError::Shutdown`](crate::TimerError::Shutdown). The shutdown flag
+//! is looked at after the parker's token is taken, so a shutdown that lands
+//! between the look and the park still wakes the worker.
+//!
+//! A job may drop or shut down its own runtime: the other workers are
+//! stopped and joined, and the worker running that job exits once the job
+//! returns (a thread cannot join itself). A job that sleeps
+//! ([`TimerSystem::sleep`]) keeps its worker's timers running while it
+//! waits, so every worker may sleep at once.
 
 use crate::sync::parker::Parker;
 use crate::{Builder, TimerSystem};
@@ -157,8 +167,12 @@ impl Runtime {
         for slot in self.pool.slots.iter() {
             slot.parker.unpark();
         }
+        let me = thread::current().id();
         for t in self.threads.drain(..) {
-            let _ = t.join();
+            // Dropped inside its own job: that worker exits after the job.
+            if t.thread().id() != me {
+                let _ = t.join();
+            }
         }
         for slot in self.pool.slots.iter() {
             slot.jobs.lock().unwrap_or_else(|e| e.into_inner()).clear();
@@ -195,8 +209,13 @@ fn worker_main(sys: &TimerSystem, pool: &Arc<Pool>, w: usize) {
         Err(_) => return,
     };
     let tick = sys.tick();
-    while !pool.shutdown.load(SeqCst) {
+    loop {
+        // The token first, then the flag: a shutdown after this look bumps
+        // the token, and the park below returns at once.
         let seen = slot.parker.token();
+        if pool.shutdown.load(SeqCst) {
+            return;
+        }
         let mut busy = worker.run_expired() > 0;
         let mut last_timers = Instant::now();
         while let Some(job) = pop_job(slot) {
@@ -215,10 +234,9 @@ fn worker_main(sys: &TimerSystem, pool: &Arc<Pool>, w: usize) {
         if busy {
             continue;
         }
-        let until = worker.idle();
-        let timeout = match until {
+        let timeout = match worker.idle_enter() {
             Some(tick) if tick <= sys.now_precise() => {
-                worker.busy();
+                worker.idle_exit();
                 continue;
             }
             Some(tick) => sys
@@ -228,6 +246,6 @@ fn worker_main(sys: &TimerSystem, pool: &Arc<Pool>, w: usize) {
         };
         slot.parker.park(seen, timeout);
         slot.wakeups.fetch_add(1, SeqCst);
-        worker.busy();
+        worker.idle_exit();
     }
 }

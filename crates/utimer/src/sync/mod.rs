@@ -1,9 +1,15 @@
 //! Synchronization primitives, with a loom shim.
 //!
-//! Every atomic the timer protocols use comes from here, so that building
-//! with `RUSTFLAGS="--cfg loom"` swaps in [loom]'s model-checked versions and
-//! the models in `tests/loom.rs` explore every interleaving of the real code.
-//! (crossbeam-epoch and tokio keep their shims the same way.)
+//! Every atomic, every `UnsafeCell` and every thread-local that the timer
+//! protocols use comes from here, so that building with
+//! `RUSTFLAGS="--cfg loom"` swaps in [loom]'s model-checked versions and the
+//! models in `tests/loom.rs` explore every interleaving of the real code,
+//! including the accesses to lock-protected fields (loom's `UnsafeCell`
+//! reports two unsynchronized accesses as a data race). crossbeam-epoch and
+//! tokio keep their shims the same way.
+//!
+//! This is the bottom layer with `time/`: it imports nothing else of the
+//! crate.
 //!
 //! [loom]: https://docs.rs/loom
 
@@ -14,12 +20,59 @@ mod spinlock;
 pub(crate) use spinlock::SpinLock;
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64};
+pub(crate) use std::sync::Mutex;
+#[cfg(loom)]
+pub(crate) use loom::sync::Mutex;
+
+/// `std::cell::UnsafeCell` with loom's closure-based interface, so that
+/// the same code compiles under both. Under loom, each access is checked
+/// against every other access to the same cell for a data race.
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+impl<T> UnsafeCell<T> {
+    pub(crate) const fn new(value: T) -> Self {
+        UnsafeCell(std::cell::UnsafeCell::new(value))
+    }
+
+    /// Calls `f` with a shared pointer to the value.
+    #[inline(always)]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
+    }
+
+    /// Calls `f` with a mutable pointer to the value.
+    #[inline(always)]
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}
+
+#[cfg(loom)]
+pub(crate) use loom::cell::UnsafeCell;
+
+/// Declares thread-locals through the shim: `std::thread_local!` (with a
+/// `const` initializer), or loom's under `cfg(loom)`, whose values are
+/// per model thread.
+macro_rules! shim_thread_local {
+    ($($(#[$attr:meta])* static $name:ident: $t:ty = $init:expr;)+) => {
+        #[cfg(not(loom))]
+        std::thread_local! { $($(#[$attr])* static $name: $t = const { $init };)+ }
+        #[cfg(loom)]
+        loom::thread_local! { $($(#[$attr])* static $name: $t = $init;)+ }
+    };
+}
+pub(crate) use shim_thread_local as thread_local;
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 #[cfg(not(loom))]
 pub(crate) use std::thread::yield_now;
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 #[cfg(loom)]
 pub(crate) use loom::thread::yield_now;
 
@@ -36,12 +89,12 @@ pub(crate) fn spin_hint() {
 /// A plain acquire load; under loom a read-modify-write, which always sees
 /// the latest value (see `SpinLock::lock_contended`).
 #[inline]
-pub(crate) fn load_for_spin<T>(a: &AtomicPtr<T>) -> *mut T {
+pub(crate) fn load_for_spin(a: &AtomicUsize) -> usize {
     use std::sync::atomic::Ordering::Acquire;
     #[cfg(not(loom))]
     return a.load(Acquire);
     #[cfg(loom)]
-    return a.fetch_update(Acquire, Acquire, Some).unwrap();
+    return a.fetch_add(0, Acquire);
 }
 
 /// Asks the CPU to bring `*p` into the cache (a hint: no effect on

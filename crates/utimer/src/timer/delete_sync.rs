@@ -40,6 +40,13 @@
 //! The expiry path pays for this only with one read of the count under a
 //! lock it already holds.
 //!
+//! A worker's thread must not stop running its own timers while it waits:
+//! the callback it waits for may itself wait for one of them. On a thread
+//! bound to a worker the wait is therefore cut into slices of at most one
+//! tick, and between two slices the worker's due timers run (the base
+//! table's `run_blocked` hook), as a kernel CPU keeps taking interrupts
+//! while a task sleeps.
+//!
 //! # Synchronization rules
 //!
 //! * Never call `delete_sync` while holding a lock that the timer's
@@ -59,66 +66,54 @@
 //! * Calling it from the timer's own callback would wait for itself. It
 //!   returns [`TimerError::InOwnCallback`] instead, and changes nothing.
 //!   (`try_delete_sync` and `shutdown` are fine there.)
+//! * Two callbacks that `delete_sync` each other's timers wait for each
+//!   other forever, like any two threads that each wait for the other.
 //! * A callback that re-arms its own timer can keep a waiter waiting for as
 //!   long as it keeps re-arming. `shutdown_sync` makes those re-arms fail, so
 //!   it terminates.
 
-use super::raw::RawTimer;
-use super::state::{is_idle, SHUTDOWN};
 use crate::base::{lock_timer_base, running_here, Base};
+use crate::entry::{TimerRef, SHUTDOWN};
 use crate::sync::{futex, spin_hint};
 use crate::TimerError;
-use std::ptr::NonNull;
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 
 /// Spins this many times before sleeping on the futex.
 const SPINS_BEFORE_SLEEP: u32 = 200;
 
-/// How [`delete_sync`] behaves while the callback is running.
+/// What [`delete_sync`] does while the callback is running.
 #[derive(Copy, Clone, PartialEq, Eq)]
-pub(crate) enum Sync {
+pub(crate) enum Wait {
     /// Wait until it returns (`timer_delete_sync`).
-    Wait,
+    Block,
     /// Return [`TimerError::Running`] at once (`try_to_del_timer_sync`).
     Try,
-    /// Wait, but do not refuse to run inside the callback: the caller (the
-    /// timer's `Drop`) handles that case itself.
-    WaitUnchecked,
 }
 
-/// Deletes `timer` and, per `sync`, waits for its callback. With `shutdown`,
+/// Deletes `t` and, per `wait`, waits for its callback. With `shutdown`,
 /// every later arm is refused. Returns whether the timer was pending.
-pub(crate) fn delete_sync(
-    ptr: NonNull<RawTimer>,
-    sync: Sync,
-    shutdown: bool,
-) -> Result<bool, TimerError> {
-    // SAFETY: the caller's handle keeps the timer alive.
-    let timer = unsafe { ptr.as_ref() };
-    let me = ptr.as_ptr();
-    if !shutdown && is_idle(timer.expires_idx.load(Acquire)) {
+pub(crate) fn delete_sync(t: TimerRef<'_>, wait: Wait, shutdown: bool) -> Result<bool, TimerError> {
+    let timer = t.get();
+    if !shutdown && timer.state.load(Acquire).is_idle() {
         return Ok(false);
     }
     let mut was_pending = false;
     loop {
         let mut guard = lock_timer_base(timer);
-        let running = guard.base.running.load(Relaxed) == me;
+        let running = guard.base.is_running(t);
         // Refusals come first: they change nothing.
         if running {
-            match sync {
-                Sync::Try => return Err(TimerError::Running),
-                Sync::Wait if running_here(me) => return Err(TimerError::InOwnCallback),
-                _ => {}
+            match wait {
+                Wait::Try => return Err(TimerError::Running),
+                Wait::Block if running_here(t) => return Err(TimerError::InOwnCallback),
+                Wait::Block => {}
             }
         }
         if shutdown {
-            timer.flags.fetch_or(SHUTDOWN, Relaxed);
+            timer.set_flag(SHUTDOWN, &guard.locked());
         }
-        if guard.detach_if_pending(timer) {
-            guard.stats.deleted += 1;
-            was_pending = true;
-        }
-        if !running || running_here(me) {
+        was_pending |= guard.delete_timer(t);
+        if !running {
             return Ok(was_pending);
         }
         guard.waiters += 1;
@@ -137,23 +132,27 @@ fn wait_for_callback(base: &Base, seq: u32) {
         }
         spin_hint();
     }
+    let table = base.table();
+    let Some(worker) = table.entered_worker() else {
+        while base.callback_seq.load(Acquire) == seq {
+            futex::wait(&base.callback_seq, seq);
+        }
+        return;
+    };
+    // A worker's thread: keep its own timers running (module docs).
+    let slice = table.ticks.tick();
     while base.callback_seq.load(Acquire) == seq {
-        futex::wait(&base.callback_seq, seq);
+        table.hooks().run_blocked(table, worker);
+        futex::wait_timeout(&base.callback_seq, seq, Some(slice));
     }
 }
 
-/// Deletes `timer` and refuses every later arm, without waiting. The kernel's
+/// Deletes `t` and refuses every later arm, without waiting. The kernel's
 /// `timer_shutdown()`.
-pub(crate) fn shutdown(ptr: NonNull<RawTimer>) -> bool {
-    // SAFETY: the caller's handle keeps the timer alive.
-    let timer = unsafe { ptr.as_ref() };
-    let mut guard = lock_timer_base(timer);
-    timer.flags.fetch_or(SHUTDOWN, Relaxed);
-    let was_pending = guard.detach_if_pending(timer);
-    if was_pending {
-        guard.stats.deleted += 1;
-    }
-    was_pending
+pub(crate) fn shutdown(t: TimerRef<'_>) -> bool {
+    let mut guard = lock_timer_base(t.get());
+    t.get().set_flag(SHUTDOWN, &guard.locked());
+    guard.delete_timer(t)
 }
 
 /// The 2004 `del_timer_sync()`, before seed 000: delete, then look at the
@@ -161,22 +160,19 @@ pub(crate) fn shutdown(ptr: NonNull<RawTimer>) -> bool {
 /// timer became pending meanwhile. Kept only so that `utimer bench` can show
 /// seed 000's table (its cost grows with the number of bases). It does not
 /// refuse to run inside the callback, and spins instead of sleeping.
-pub(crate) fn delete_sync_scan_all(ptr: NonNull<RawTimer>) -> bool {
-    // SAFETY: the caller's handle keeps the timer alive.
-    let timer = unsafe { ptr.as_ref() };
-    let me = ptr.as_ptr();
+#[cfg(feature = "bench-internals")]
+pub(crate) fn delete_sync_scan_all(t: TimerRef<'_>) -> bool {
+    let timer = t.get();
     let mut was_pending = false;
     loop {
-        was_pending |= super::modify::delete(timer);
-        for base in timer.system().bases.iter() {
-            if base.running.load(Acquire) == me {
-                while base.running.load(Acquire) == me {
-                    spin_hint();
-                }
-                break;
+        was_pending |= super::modify::delete(t);
+        let table = crate::base::timer_base(timer).table();
+        if let Some(base) = table.all().iter().find(|b| b.is_running(t)) {
+            while t.is(base.running.load(Acquire)) {
+                spin_hint();
             }
         }
-        if !super::state::is_pending(timer.expires_idx.load(Acquire)) {
+        if !timer.state.load(Acquire).is_pending() {
             return was_pending;
         }
     }

@@ -4,59 +4,67 @@
 //! # Ground rules
 //!
 //! * Any thread may call any method on any timer at any time; a timer is on
-//!   at most one base, found with `lock_timer_base()` (see [`crate::base`]).
+//!   at most one base, found with `lock_timer_base()` (see `base/`).
 //! * A timer armed on a worker's thread (see
 //!   [`TimerSystem::enter`](crate::TimerSystem::enter)) goes to that
 //!   worker's base; from other threads, to the thread's home worker, picked
 //!   once per thread without any lock.
 //! * The callback runs on the thread that expires the base, outside every
 //!   lock, and receives a borrowed handle to its own timer, through which it
-//!   may re-arm or delete it.
-//! * Dropping the [`Timer`] cancels it and waits until its callback is not
-//!   running anywhere, then frees it. Dropping it inside its own callback
-//!   is allowed: the memory is freed when the callback returns.
-//! * Expiries are absolute ticks of the system's clock (the kernel's
-//!   jiffies); `*_after` and `*_at` convert from `Duration` and `Instant`,
-//!   rounding up so the timer is never early.
+//!   may re-arm or delete it. While it runs, the timer stays on that base.
+//! * Dropping the [`Timer`] cancels it and never waits: if its callback is
+//!   running (on another thread, or this very callback dropped it), the
+//!   thread running it frees the timer when the callback returns. Only
+//!   [`delete_sync`](Timer::delete_sync) and
+//!   [`shutdown_sync`](Timer::shutdown_sync) wait for a running callback.
+//! * Every arming call takes an [`Expiry`]: a tick, a `Duration` from now or
+//!   an `Instant`. Relative expiries round up, so the timer is never early.
+//!
+//! # In a callback
+//!
+//! * [`Timer::expires`] shows the latest arm, which may be a re-arm that
+//!   another thread made while the callback runs (the callback then runs
+//!   again at that expiry).
+//! * Two callbacks that call `delete_sync` on each other's timers wait for
+//!   each other forever, as two kernel timers would: break such cycles with
+//!   [`Timer::delete`] or [`Timer::try_delete_sync`].
 
-pub(crate) mod delete_sync;
-pub(crate) mod modify;
-pub(crate) mod raw;
-pub(crate) mod state;
+mod delete_sync;
+mod modify;
 
-use crate::base::lock_timer_base;
+use crate::base::{lock_timer_base, timer_base, Bases};
+use crate::entry::{RawTimer, TimerRef, VTable, DEFERRABLE, DROPPED, PINNED, SHUTDOWN};
+use crate::time::Expiry;
 use crate::TimerError;
+use delete_sync::Wait;
 use modify::Mode;
-use raw::RawTimer;
-use state::{expires_of, is_pending};
+use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering::Acquire;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 /// Flags fixed when a timer is created (the kernel's `TIMER_*` flags).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TimerFlags(u32);
 
 impl TimerFlags {
+    /// No flags: a movable timer in the worker's global base.
+    pub const NONE: TimerFlags = TimerFlags(0);
     /// Expire on the worker the timer was armed on, never elsewhere
     /// (`TIMER_PINNED`). Pinned timers live in the worker's local base.
-    pub const PINNED: TimerFlags = TimerFlags(state::PINNED);
+    pub const PINNED: TimerFlags = TimerFlags(PINNED);
     /// Never wake an idle worker for this timer; it runs when the worker is
     /// awake anyway (`TIMER_DEFERRABLE`). Lives in the deferrable base.
-    pub const DEFERRABLE: TimerFlags = TimerFlags(state::DEFERRABLE);
+    pub const DEFERRABLE: TimerFlags = TimerFlags(DEFERRABLE);
 
-    /// No flags: a movable timer in the worker's global base.
+    /// No flags (the same as [`TimerFlags::NONE`]).
     pub const fn empty() -> TimerFlags {
-        TimerFlags(0)
+        TimerFlags::NONE
     }
 
     /// Whether every flag of `other` is set.
     pub const fn contains(self, other: TimerFlags) -> bool {
         self.0 & other.0 == other.0
-    }
-
-    pub(crate) const fn bits(self) -> u32 {
-        self.0
     }
 }
 
@@ -83,33 +91,94 @@ unsafe impl Send for Timer {}
 // SAFETY: as above; every method takes &self and synchronizes internally.
 unsafe impl Sync for Timer {}
 
+/// The allocation: the header, then the callback.
+#[repr(C)]
+struct TimerCell<F> {
+    raw: RawTimer,
+    f: F,
+}
+
+trait HasVTable {
+    const VTABLE: VTable;
+}
+
+impl<F: Fn(&Timer) + Send + Sync + 'static> HasVTable for F {
+    const VTABLE: VTable = VTable {
+        call: call_cell::<F>,
+        free: free_cell::<F>,
+    };
+}
+
+/// # Safety
+/// `raw` is the allocation's pointer of a live `TimerCell<F>`.
+unsafe fn call_cell<F: Fn(&Timer)>(raw: NonNull<RawTimer>) {
+    // SAFETY: the caller's contract; `repr(C)` puts the header first.
+    let cell = unsafe { raw.cast::<TimerCell<F>>().as_ref() };
+    // A borrowed handle: the callback may use it but never drops it.
+    let me = ManuallyDrop::new(Timer { raw });
+    (cell.f)(&me)
+}
+
+/// # Safety
+/// `raw` came from `Box::leak` of a `TimerCell<F>`, and nothing references
+/// it any more.
+unsafe fn free_cell<F>(raw: NonNull<RawTimer>) {
+    // SAFETY: the caller's contract.
+    drop(unsafe { Box::from_raw(raw.cast::<TimerCell<F>>().as_ptr()) });
+}
+
 impl Timer {
-    pub(crate) fn from_raw(raw: NonNull<RawTimer>) -> Timer {
-        Timer { raw }
+    /// A new timer, not pending, homed on `worker`'s base for `flags`. The
+    /// kernel's `timer_setup()`.
+    pub(crate) fn new<F>(bases: &Arc<Bases>, worker: usize, flags: TimerFlags, f: F) -> Timer
+    where
+        F: Fn(&Timer) + Send + Sync + 'static,
+    {
+        let base = bases.base_for(worker, flags.0);
+        // SAFETY: `base` lives in `bases`, which the timer keeps alive with
+        // the count taken just below (given back by `base::free_timer`).
+        let raw = unsafe { RawTimer::new(base.addr(), flags.0, &<F as HasVTable>::VTABLE) };
+        bases.retain_for_timer();
+        let cell = Box::new(TimerCell { raw, f });
+        Timer {
+            raw: NonNull::from(Box::leak(cell)).cast(),
+        }
     }
 
-    /// The system the timer belongs to.
-    pub(crate) fn system_handle(&self) -> &crate::system::Shared {
-        self.raw().system()
-    }
-
-    #[inline]
-    fn raw(&self) -> &RawTimer {
+    /// The timer, borrowed for as long as this handle is.
+    #[inline(always)]
+    fn r(&self) -> TimerRef<'_> {
         // SAFETY: the handle owns the allocation (or, inside a callback,
-        // borrows it while the callback runs): it is live.
-        unsafe { self.raw.as_ref() }
+        // borrows it while the callback runs, during which it is not
+        // freed): it is live while `self` is borrowed.
+        unsafe { TimerRef::new(self.raw) }
     }
 
-    /// Arms a timer that is not pending to expire at tick `expires`, on the
-    /// caller's base. The kernel's `add_timer()`.
+    /// The table of bases the timer belongs to.
+    #[inline]
+    pub(crate) fn bases(&self) -> &Bases {
+        timer_base(self.r().get()).table()
+    }
+
+    /// An expiry as a tick. Ticks pass through without touching the clock.
+    #[inline(always)]
+    fn tick(&self, expiry: impl Into<Expiry>) -> u64 {
+        match expiry.into() {
+            Expiry::Tick(tick) => tick,
+            other => self.bases().ticks.resolve(other),
+        }
+    }
+
+    /// Arms a timer that is not pending, on the caller's base. The kernel's
+    /// `add_timer()`.
     ///
     /// # Errors
     /// [`TimerError::AlreadyPending`] if it is pending (use
     /// [`modify`](Self::modify) to re-arm), [`TimerError::Shutdown`] if its
     /// system has been dropped.
     #[inline]
-    pub fn add(&self, expires: u64) -> Result<(), TimerError> {
-        modify::modify(self.raw, expires, Mode::Add(None)).map(|_| ())
+    pub fn add(&self, expiry: impl Into<Expiry>) -> Result<(), TimerError> {
+        modify::modify::<true>(self.r(), self.tick(expiry), Mode::Add(None)).map(drop)
     }
 
     /// Arms a timer that is not pending on `worker`'s base. The kernel's
@@ -119,13 +188,14 @@ impl Timer {
     ///
     /// # Errors
     /// As [`add`](Self::add), plus [`TimerError::NoSuchWorker`].
-    pub fn add_on(&self, worker: usize, expires: u64) -> Result<(), TimerError> {
-        self.raw().system().check_worker(worker)?;
-        modify::modify(self.raw, expires, Mode::Add(Some(worker as u32))).map(|_| ())
+    pub fn add_on(&self, worker: usize, expiry: impl Into<Expiry>) -> Result<(), TimerError> {
+        self.bases().check_worker(worker)?;
+        let mode = Mode::Add(Some(worker as u32));
+        modify::modify::<true>(self.r(), self.tick(expiry), mode).map(drop)
     }
 
-    /// Arms or re-arms the timer to expire at tick `expires`; returns whether
-    /// it was pending. The kernel's `mod_timer()`.
+    /// Arms or re-arms the timer; returns whether it was pending. The
+    /// kernel's `mod_timer()`.
     ///
     /// Re-arming to an expiry that fires in the same tick as the current one
     /// takes no lock (seed 002; see `timer/modify.rs`). An expiry in the past
@@ -135,8 +205,8 @@ impl Timer {
     /// # Errors
     /// [`TimerError::Shutdown`] if the timer's system has been dropped.
     #[inline]
-    pub fn modify(&self, expires: u64) -> Result<bool, TimerError> {
-        modify::modify(self.raw, expires, Mode::Modify)
+    pub fn modify(&self, expiry: impl Into<Expiry>) -> Result<bool, TimerError> {
+        modify::modify::<true>(self.r(), self.tick(expiry), Mode::Modify)
     }
 
     /// Re-arms the timer only if it is pending; returns whether it was. The
@@ -145,18 +215,20 @@ impl Timer {
     /// # Errors
     /// [`TimerError::Shutdown`] if the timer's system has been dropped.
     #[inline]
-    pub fn modify_pending(&self, expires: u64) -> Result<bool, TimerError> {
-        modify::modify(self.raw, expires, Mode::PendingOnly)
+    pub fn modify_pending(&self, expiry: impl Into<Expiry>) -> Result<bool, TimerError> {
+        modify::modify::<true>(self.r(), self.tick(expiry), Mode::PendingOnly)
     }
 
-    /// Arms the timer, or moves a pending timer's expiry *earlier* (never
-    /// later); returns whether it was pending. The kernel's `timer_reduce()`.
+    /// Arms the timer, or makes a pending timer fire *earlier* if the new
+    /// expiry fires before its current bucket (never later, and never on
+    /// another worker); returns whether it was pending. The kernel's
+    /// `timer_reduce()`.
     ///
     /// # Errors
     /// [`TimerError::Shutdown`] if the timer's system has been dropped.
     #[inline]
-    pub fn reduce(&self, expires: u64) -> Result<bool, TimerError> {
-        modify::modify(self.raw, expires, Mode::Reduce)
+    pub fn reduce(&self, expiry: impl Into<Expiry>) -> Result<bool, TimerError> {
+        modify::modify::<true>(self.r(), self.tick(expiry), Mode::Reduce)
     }
 
     /// Cancels the timer; returns whether it was pending. Its callback may
@@ -164,14 +236,15 @@ impl Timer {
     /// `timer_delete()` (formerly `del_timer()`).
     #[inline]
     pub fn delete(&self) -> bool {
-        modify::delete(self.raw())
+        modify::delete(self.r())
     }
 
     /// Cancels the timer and waits until its callback is not running on any
     /// worker; returns whether it was pending. On `Ok` the callback neither
     /// runs nor will run unless the timer is armed again. The kernel's
     /// `timer_delete_sync()`: one base looked at, whatever the number of
-    /// workers; an idle timer costs one atomic load. Read the
+    /// workers; an idle timer costs one atomic load. While it waits on a
+    /// worker's thread, that worker's own due timers keep running. Read the
     /// synchronization rules in `timer/delete_sync.rs`: never call it while
     /// holding a lock the callback takes.
     ///
@@ -179,7 +252,7 @@ impl Timer {
     /// [`TimerError::InOwnCallback`] when called from the timer's own
     /// callback (it would wait for itself); nothing is changed then.
     pub fn delete_sync(&self) -> Result<bool, TimerError> {
-        delete_sync::delete_sync(self.raw, delete_sync::Sync::Wait, false)
+        delete_sync::delete_sync(self.r(), Wait::Block, false)
     }
 
     /// Cancels the timer unless its callback is running; returns whether it
@@ -189,7 +262,7 @@ impl Timer {
     /// [`TimerError::Running`] if the callback is running on some worker
     /// (or is the caller); nothing is changed then.
     pub fn try_delete_sync(&self) -> Result<bool, TimerError> {
-        delete_sync::delete_sync(self.raw, delete_sync::Sync::Try, false)
+        delete_sync::delete_sync(self.r(), Wait::Try, false)
     }
 
     /// Cancels the timer and refuses every later arm: `add`, `modify`,
@@ -197,7 +270,7 @@ impl Timer {
     /// pending. Returns whether it was pending. Does not wait for a running
     /// callback. The kernel's `timer_shutdown()`.
     pub fn shutdown(&self) -> bool {
-        delete_sync::shutdown(self.raw)
+        delete_sync::shutdown(self.r())
     }
 
     /// [`shutdown`](Self::shutdown), then waits until the callback is not
@@ -209,78 +282,57 @@ impl Timer {
     /// [`TimerError::InOwnCallback`] when called from the timer's own
     /// callback; nothing is changed then.
     pub fn shutdown_sync(&self) -> Result<bool, TimerError> {
-        delete_sync::delete_sync(self.raw, delete_sync::Sync::Wait, true)
-    }
-
-    /// The 2004 `del_timer_sync()` that seed 000 replaced: it scans every
-    /// base's running timer, so it costs O(workers). For benchmarks only
-    /// (`utimer bench` shows seed 000's table with it); use
-    /// [`delete_sync`](Self::delete_sync).
-    #[doc(hidden)]
-    pub fn delete_sync_scan_all(&self) -> bool {
-        delete_sync::delete_sync_scan_all(self.raw)
+        delete_sync::delete_sync(self.r(), Wait::Block, true)
     }
 
     /// Whether [`shutdown`](Self::shutdown) has been called.
     pub fn is_shutdown(&self) -> bool {
-        self.raw().flags.load(Acquire) & state::SHUTDOWN != 0
+        self.r().get().flags() & SHUTDOWN != 0
     }
 
     /// Whether the timer is queued. The kernel's `timer_pending()`.
     #[inline]
     pub fn is_pending(&self) -> bool {
-        is_pending(self.raw().expires_idx.load(Acquire))
+        self.r().get().state.load(Acquire).is_pending()
     }
 
     /// The expiry of record, in ticks: the last expiry the timer was queued
     /// with (clamped to the wheel's range). A re-arm that lands in the same
-    /// bucket fires at the same tick and keeps this value. The kernel's
-    /// `timer->expires`.
+    /// bucket fires at the same tick and keeps this value. In the timer's
+    /// own callback it is the latest arm, which may be a concurrent re-arm.
+    /// The kernel's `timer->expires`.
     #[inline]
     pub fn expires(&self) -> u64 {
-        expires_of(self.raw().expires_idx.load(Acquire))
+        self.r().get().state.load(Acquire).expires()
     }
 
     /// The tick at which a pending timer fires: its expiry rounded up to its
     /// wheel level's granularity. `None` if not pending; `Some(expires)` for
     /// a timer already due.
     pub fn fires_at(&self) -> Option<u64> {
-        let word = self.raw().expires_idx.load(Acquire);
-        if !is_pending(word) {
-            return None;
-        }
-        let expires = expires_of(word);
-        Some(crate::wheel::bucket_expiry(expires, state::idx_of(word)).unwrap_or(expires))
-    }
-
-    /// [`add`](Self::add) after `d` (rounded up to whole ticks).
-    ///
-    /// # Errors
-    /// As [`add`](Self::add).
-    pub fn add_after(&self, d: Duration) -> Result<(), TimerError> {
-        self.add(self.raw().system().ticks.deadline_after(d))
-    }
-
-    /// [`modify`](Self::modify) to `d` from now (rounded up: never early).
-    ///
-    /// # Errors
-    /// As [`modify`](Self::modify).
-    pub fn modify_after(&self, d: Duration) -> Result<bool, TimerError> {
-        self.modify(self.raw().system().ticks.deadline_after(d))
-    }
-
-    /// [`modify`](Self::modify) to fire at or after `deadline`.
-    ///
-    /// # Errors
-    /// As [`modify`](Self::modify).
-    pub fn modify_at(&self, deadline: Instant) -> Result<bool, TimerError> {
-        self.modify(self.raw().system().ticks.deadline_at(deadline))
+        self.r().get().state.load(Acquire).fires_at()
     }
 
     /// The flags the timer was created with.
     pub fn flags(&self) -> TimerFlags {
-        let flags = self.raw().flags.load(Acquire);
-        TimerFlags(flags & (state::PINNED | state::DEFERRABLE))
+        TimerFlags(self.r().get().flags() & (PINNED | DEFERRABLE))
+    }
+
+    /// Seed 002's "before": [`modify`](Self::modify) with only the lock-free
+    /// check the kernel had before 2016 (expiry unchanged). For `utimer
+    /// bench`'s reproduction of the seed's table.
+    #[cfg(feature = "bench-internals")]
+    #[doc(hidden)]
+    pub fn modify_before_seed002(&self, expiry: impl Into<Expiry>) -> Result<bool, TimerError> {
+        modify::modify::<false>(self.r(), self.tick(expiry), Mode::Modify)
+    }
+
+    /// Seed 000's "before": the 2004 `del_timer_sync()`, which scans the
+    /// running timer of every base. For `utimer bench` only.
+    #[cfg(feature = "bench-internals")]
+    #[doc(hidden)]
+    pub fn delete_sync_scan_all(&self) -> bool {
+        delete_sync::delete_sync_scan_all(self.r())
     }
 }
 
@@ -294,30 +346,22 @@ impl std::fmt::Debug for Timer {
     }
 }
 
-/// Detaches `raw` wherever it is and waits until its callback is not running
-/// on any base (other than as the caller's own callback). Counts a pending
-/// timer as deleted.
-pub(crate) fn detach_and_wait(raw: NonNull<RawTimer>) {
-    let done = delete_sync::delete_sync(raw, delete_sync::Sync::WaitUnchecked, false);
-    debug_assert!(done.is_ok());
-}
-
 impl Drop for Timer {
+    /// Cancels the timer and frees it, without waiting: if its callback is
+    /// running (on another thread, or this is that callback), the thread
+    /// running it frees the timer once the callback returns.
     fn drop(&mut self) {
-        if crate::base::running_here(self.raw.as_ptr()) {
-            // Dropped inside its own callback: cancel any re-arm, and let the
-            // expiring thread free the memory when the callback returns.
-            let mut guard = lock_timer_base(self.raw());
-            if guard.detach_if_pending(self.raw()) {
-                guard.stats.deleted += 1;
-            }
-            drop(guard);
-            crate::base::free_after_callback();
+        let t = self.r();
+        let mut guard = lock_timer_base(t.get());
+        guard.delete_timer(t);
+        if guard.base.is_running(t) {
+            t.get().set_flag(DROPPED, &guard.locked());
             return;
         }
-        detach_and_wait(self.raw);
-        // SAFETY: this handle owned the timer; it is detached and its callback
-        // is not running, so no base can reach it any more.
-        unsafe { RawTimer::free(self.raw) };
+        drop(guard);
+        // SAFETY: this handle owned the timer; it is detached and its
+        // callback is not running (checked under the lock), so no base can
+        // reach it any more.
+        unsafe { crate::base::free_timer(t) };
     }
 }

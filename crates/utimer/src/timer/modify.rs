@@ -52,24 +52,22 @@
 //! unit test `seed002_lockless_write_race` below replays the interleaving
 //! above step by step against both forms.
 //!
-//! # Results (`utimer bench`, seed 002's table reproduced)
-//!
-//! One timer re-armed to now + 1000..1031 ticks: Match 3.1% before, 83.3%
-//! after (the patch reported 5.5% and 86.6%). A thousand connections whose
-//! timers are pushed out on every packet: Match 88.3% before, 98.5% after
-//! (97.8% and 99.7%). A lock-free match costs 4-7 ns here, a requeue
-//! 15-25 ns (README, Results).
-//!
 //! The price of writing nothing: a timer re-armed again and again to the
 //! *same* new expiry does the bucket arithmetic each time instead of
 //! hitting the cheaper expiry-unchanged check, because its expiry of record
-//! stays the old one. In the networking replay that makes an average
-//! `modify` slower after than before (28-30 ns against 17-20 ns with
-//! statistics on), although it takes the lock far less often. A
-//! compare-and-swap of the record on a match would be correct (the word
-//! names the bucket, so it can only succeed while the timer is still in
-//! it) and would restore the cheap check, at the cost of one atomic
-//! read-modify-write on every match; not done yet.
+//! stays the old one. A compare-and-swap of the record on a match would be
+//! correct (the word names the bucket, so it can only succeed while the
+//! timer is still in it) and would restore the cheap check, at the cost of
+//! one atomic read-modify-write on every match; not done.
+//!
+//! # A stale base clock
+//!
+//! Level 0 is exact whatever the base clock says. For a coarser level the
+//! check reads the system clock and computes the bucket against the later
+//! of the two, as the locked path does after bringing the base clock
+//! forward (`BaseGuard::add_timer`): a worker whose expiry has not run for a
+//! while must not make a re-arm land on a coarser level than its distance
+//! from the present needs.
 //!
 //! # The slow path (base lock)
 //!
@@ -79,14 +77,20 @@
 //! was against the same base and its clock has not moved, it is used as is
 //! (*Requeue*); otherwise it is computed again (*Recalc*) — the patch's
 //! `clk == base->clk` test.
+//!
+//! # Reduce
+//!
+//! `reduce` never moves a timer later. A pending timer stays on its base
+//! (it is never migrated by a reduce), and its new bucket is compared with
+//! its current one on that base's clock: only an earlier bucket is taken.
+//! Comparing bucket times computed against two different bases' clocks
+//! could otherwise move it later.
 
-use super::raw::RawTimer;
-use super::state::{expires_of, idx_of, is_pending, MIGRATING, SHUTDOWN};
-use crate::base::{lock_timer_base, Base, BaseGuard};
-use crate::wheel::{bucket_expiry, calc_position, clamp_expiry, Position, DUE};
+use crate::base::{lock_timer_base, timer_base, Base, BaseGuard};
+use crate::entry::{TimerRef, Word, SHUTDOWN};
+use crate::wheel::{calc_position, clamp_expiry, level_limit, Position, DUE};
 use crate::TimerError;
-use std::ptr::NonNull;
-use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
 
 /// What kind of arm this is (the kernel's `MOD_TIMER_*` options).
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -95,7 +99,7 @@ pub(crate) enum Mode {
     Modify,
     /// `mod_timer_pending`: re-arm only if pending.
     PendingOnly,
-    /// `timer_reduce`: re-arm only to an earlier expiry.
+    /// `timer_reduce`: re-arm only to an earlier bucket.
     Reduce,
     /// `add_timer` / `add_timer_on`: arm a timer that is not pending, on
     /// the caller's base or on the given one.
@@ -103,68 +107,104 @@ pub(crate) enum Mode {
 }
 
 /// The bucket computed before taking the lock.
+#[derive(Copy, Clone)]
 struct Hint {
+    /// The base it was computed for.
     base: u32,
+    /// The clock it was computed against.
     clk: u64,
     pos: Position,
+    /// The expiry, clamped against `clk`.
     expires: u64,
+    /// The system clock, if it was read.
+    now: Option<u64>,
 }
 
-/// Arms `timer` to expire at tick `expires`. Returns whether it was pending.
-/// `ptr` is the handle's pointer (see `BaseGuard::enqueue_timer`).
+/// Where `expires` would be queued on `base` now: against the base clock,
+/// or, above level 0, against the system clock if the base clock is behind
+/// it (see "A stale base clock").
+#[inline(always)]
+fn hint(base: &Base, expires: u64) -> Hint {
+    let clk = base.clk.load(Acquire);
+    let (clk, now) = if expires.saturating_sub(clk) >= level_limit(0) {
+        let now = base.table().ticks.now();
+        (clk.max(now), Some(now))
+    } else {
+        (clk, None)
+    };
+    let expires = clamp_expiry(expires, clk);
+    Hint {
+        base: base.index,
+        clk,
+        pos: calc_position(expires, clk),
+        expires,
+        now,
+    }
+}
+
+/// A timer in state `word` fires at the same tick as one queued at `pos`.
+#[inline(always)]
+fn same_tick(word: Word, pos: Position) -> bool {
+    match word.bucket_time() {
+        Some(t) => pos.idx != DUE && pos.expiry == t,
+        None => pos.idx == DUE,
+    }
+}
+
+/// A timer in state `word` fires no later than one queued at `pos`.
+#[inline(always)]
+fn no_later_than(word: Word, pos: Position) -> bool {
+    match word.bucket_time() {
+        Some(t) => pos.idx != DUE && t <= pos.expiry,
+        None => true,
+    }
+}
+
+/// Arms `t` to expire at tick `expires`. Returns whether it was pending.
+/// `SAME_BUCKET` is utimer's check; `false` is seed 002's "before" (only an
+/// unchanged expiry skips the lock), kept for the benchmark.
 ///
 /// Only the lock-free checks are inlined into the caller; every path that
 /// takes a lock is a call, so the fast path carries no large prologue.
 #[inline]
-pub(crate) fn modify(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result<bool, TimerError> {
-    // SAFETY: the caller's handle keeps the timer alive.
-    let timer = unsafe { ptr.as_ref() };
-    let word = timer.expires_idx.load(Acquire);
-    let mut hint = None;
-    if is_pending(word) {
-        let old = expires_of(word);
-        let base = timer.base();
-        match mode {
-            Mode::Add(_) => return Err(TimerError::AlreadyPending),
-            Mode::Modify | Mode::PendingOnly if old == expires => {
-                count_match(base);
-                return Ok(true);
-            }
-            _ => {}
-        }
-        if base.same_bucket || mode == Mode::Reduce {
-            let clk = base.clk.load(Acquire);
-            let expires = clamp_expiry(expires, clk);
-            let pos = calc_position(expires, clk);
-            let fires = fires_at(word);
-            let done = match mode {
-                // Reduce: nothing to do unless the new expiry fires earlier.
-                Mode::Reduce => fires.is_none_or(|t| pos.idx != DUE && t <= pos.expiry),
-                _ => match fires {
-                    Some(t) => pos.idx != DUE && pos.expiry == t,
-                    None => pos.idx == DUE,
-                },
-            };
-            if done {
-                count_match(base);
-                return Ok(true);
-            }
-            hint = Some(Hint {
-                base: base.index,
-                clk,
-                pos,
-                expires,
-            });
-        }
-        if mode != Mode::Reduce {
-            return requeue(ptr, expires, mode, hint);
-        }
-    } else if mode == Mode::PendingOnly {
-        return Ok(false);
-    } else {
-        return arm(ptr, expires, mode);
+pub(crate) fn modify<const SAME_BUCKET: bool>(
+    t: TimerRef<'_>,
+    expires: u64,
+    mode: Mode,
+) -> Result<bool, TimerError> {
+    let word = t.get().state.load(Acquire);
+    if !word.is_pending() {
+        return match mode {
+            Mode::PendingOnly => Ok(false),
+            _ => arm(t, expires, mode),
+        };
     }
-    modify_locked(ptr, expires, mode, hint)
+    let base = timer_base(t.get());
+    match mode {
+        Mode::Add(_) => return Err(TimerError::AlreadyPending),
+        Mode::Modify | Mode::PendingOnly if word.expires() == expires => {
+            count_match(base);
+            return Ok(true);
+        }
+        _ => {}
+    }
+    let mut h = None;
+    if SAME_BUCKET || mode == Mode::Reduce {
+        let hint = hint(base, expires);
+        let done = match mode {
+            Mode::Reduce => no_later_than(word, hint.pos),
+            _ => same_tick(word, hint.pos),
+        };
+        if done {
+            count_match(base);
+            return Ok(true);
+        }
+        h = Some(hint);
+    }
+    match mode {
+        Mode::Reduce => modify_locked(t, expires, mode, None),
+        _ => requeue(t, expires, mode, h),
+    }
 }
 
 /// Counts a re-arm answered without the lock (when statistics are on).
@@ -179,32 +219,31 @@ fn count_match(base: &Base) {
 /// `worker`, by default the caller's) and its system is alive. `None`, with
 /// nothing locked, sends the caller to the general path.
 #[inline(always)]
-fn lock_if_home(timer: &RawTimer, worker: Option<u32>) -> Option<BaseGuard<'_>> {
+fn lock_if_home(t: TimerRef<'_>, worker: Option<u32>) -> Option<BaseGuard<'_>> {
+    let timer = t.get();
     let guard = lock_timer_base(timer);
-    let sys = guard.base.system();
-    let worker = worker.map_or_else(|| sys.current_worker(), |w| w as usize);
-    let flags = timer.flags.load(Relaxed);
-    let target = sys.base_index(worker, flags);
-    (!guard.dead && flags & SHUTDOWN == 0 && target == guard.base.index).then_some(guard)
+    let table = guard.base.table();
+    let worker = worker.map_or_else(|| table.current_worker(), |w| w as usize);
+    let flags = timer.flags();
+    let home = std::ptr::eq(table.base_for(worker, flags), guard.base);
+    (!guard.dead && flags & SHUTDOWN == 0 && home).then_some(guard)
 }
 
 /// Re-arms a pending timer to another bucket: the common case (it stays on
 /// its base) as one straight path; anything else goes to [`modify_locked`].
 #[inline(never)]
 fn requeue(
-    ptr: NonNull<RawTimer>,
+    t: TimerRef<'_>,
     expires: u64,
     mode: Mode,
     hint: Option<Hint>,
 ) -> Result<bool, TimerError> {
-    // SAFETY: the caller's handle keeps the timer alive.
-    let timer = unsafe { ptr.as_ref() };
-    let guard = lock_if_home(timer, None).filter(|_| is_pending(timer.expires_idx.load(Relaxed)));
-    let Some(mut guard) = guard else {
-        return modify_locked(ptr, expires, mode, hint);
+    let pending = || t.get().state.load(Relaxed).is_pending();
+    let Some(mut guard) = lock_if_home(t, None).filter(|_| pending()) else {
+        return modify_locked(t, expires, mode, hint);
     };
-    guard.detach_if_pending(timer);
-    enqueue_hinted(&mut guard, ptr, expires, hint, true);
+    guard.detach_if_pending(t);
+    enqueue_hinted(&mut guard, t, expires, hint, true);
     Ok(true)
 }
 
@@ -215,18 +254,18 @@ fn requeue(
 #[inline(always)]
 fn enqueue_hinted(
     guard: &mut BaseGuard<'_>,
-    ptr: NonNull<RawTimer>,
+    t: TimerRef<'_>,
     expires: u64,
     hint: Option<Hint>,
     was_pending: bool,
 ) {
     let recalc = match hint {
         Some(h) if h.base == guard.base.index && h.clk == guard.wheel.clk() => {
-            guard.enqueue_timer(ptr, h.pos, h.expires);
+            guard.enqueue(t, h.pos, h.expires);
             false
         }
         _ => {
-            guard.internal_add_timer(ptr, expires);
+            guard.add_timer(t, expires, hint.and_then(|h| h.now));
             hint.is_some()
         }
     };
@@ -243,113 +282,99 @@ fn enqueue_hinted(
 /// became pending meanwhile, it must move, the system is gone) goes to
 /// [`modify_locked`].
 #[inline(never)]
-fn arm(ptr: NonNull<RawTimer>, expires: u64, mode: Mode) -> Result<bool, TimerError> {
-    // SAFETY: the caller's handle keeps the timer alive.
-    let timer = unsafe { ptr.as_ref() };
+fn arm(t: TimerRef<'_>, expires: u64, mode: Mode) -> Result<bool, TimerError> {
     let on = match mode {
         Mode::Add(on) => on,
         _ => None,
     };
-    let guard = lock_if_home(timer, on).filter(|_| !is_pending(timer.expires_idx.load(Relaxed)));
-    let Some(mut guard) = guard else {
-        return modify_locked(ptr, expires, mode, None);
+    let idle = || !t.get().state.load(Relaxed).is_pending();
+    let Some(mut guard) = lock_if_home(t, on).filter(|_| idle()) else {
+        return modify_locked(t, expires, mode, None);
     };
-    enqueue_hinted(&mut guard, ptr, expires, None, false);
+    enqueue_hinted(&mut guard, t, expires, None, false);
     Ok(false)
 }
 
 #[cold]
 #[inline(never)]
 fn modify_locked(
-    ptr: NonNull<RawTimer>,
+    t: TimerRef<'_>,
     expires: u64,
     mode: Mode,
     hint: Option<Hint>,
 ) -> Result<bool, TimerError> {
-    // SAFETY: the caller's handle keeps the timer alive.
-    let timer = unsafe { ptr.as_ref() };
+    let timer = t.get();
     let mut guard = lock_timer_base(timer);
-    let sys = guard.base.system();
     if guard.dead {
         return Err(TimerError::Shutdown);
     }
-    if timer.flags.load(Relaxed) & SHUTDOWN != 0 {
+    if timer.flags() & SHUTDOWN != 0 {
         // timer_shutdown(): later arms are silently refused.
         return Ok(false);
     }
-    let word = timer.expires_idx.load(Relaxed);
-    let was_pending = is_pending(word);
+    let word = timer.state.load(Relaxed);
+    let was_pending = word.is_pending();
     match mode {
         Mode::PendingOnly if !was_pending => return Ok(false),
         Mode::Add(_) if was_pending => return Err(TimerError::AlreadyPending),
         Mode::Reduce if was_pending => {
-            let clk = guard.wheel.clk();
-            let pos = calc_position(clamp_expiry(expires, clk), clk);
-            if fires_at(word).is_none_or(|t| pos.idx != DUE && t <= pos.expiry) {
-                return Ok(true);
-            }
+            reduce_here(&mut guard, t, word, expires);
+            return Ok(true);
         }
         _ => {}
     }
-    guard.detach_if_pending(timer);
+    guard.detach_if_pending(t);
 
-    let flags = timer.flags.load(Relaxed);
+    let table = guard.base.table();
     let worker = match mode {
         Mode::Add(Some(worker)) => worker as usize,
-        _ => sys.current_worker(),
+        _ => table.current_worker(),
     };
-    let target = &sys.bases[sys.base_index(worker, flags) as usize];
-    let me = ptr.as_ptr();
-    if !std::ptr::eq(target, guard.base) && guard.base.running.load(Relaxed) != me {
-        // Move to the target base. Between the two locks the timer is on no
-        // base; MIGRATING makes lock_timer_base() wait for it to arrive.
-        let from = guard.base as *const Base as *mut Base;
-        timer.base.store(from.map_addr(|a| a | MIGRATING), Release);
-        drop(guard);
-        guard = target.lock();
-        timer
-            .base
-            .store(target as *const Base as *mut Base, Release);
-        guard.stats.migrated += 1;
+    let target = table.base_for(worker, timer.flags());
+    if !std::ptr::eq(target, guard.base) && !guard.base.is_running(t) {
+        // Between the two locks the timer is on no base; MIGRATING makes
+        // lock_timer_base() wait for it to arrive.
+        guard = guard.migrate(t, target);
         if guard.dead {
             // The system shut down meanwhile; the detached timer stays
             // cancelled, as every timer is at shutdown.
-            if was_pending {
-                guard.stats.deleted += 1;
-            }
+            guard.stats.deleted += was_pending as u64;
             return Err(TimerError::Shutdown);
         }
     }
-    debug_assert!(std::ptr::eq(timer.base(), guard.base));
-
-    enqueue_hinted(&mut guard, ptr, expires, hint, was_pending);
+    enqueue_hinted(&mut guard, t, expires, hint, was_pending);
     Ok(was_pending)
 }
 
-/// The tick a pending timer's bucket fires at (`None`: already due).
-#[inline]
-fn fires_at(word: u64) -> Option<u64> {
-    bucket_expiry(expires_of(word), idx_of(word))
+/// `timer_reduce()` of a pending timer, on the base it is on: requeues it
+/// only if `expires` lands in an earlier bucket (see "Reduce").
+fn reduce_here(guard: &mut BaseGuard<'_>, t: TimerRef<'_>, word: Word, expires: u64) {
+    if expires.saturating_sub(guard.wheel.clk()) >= level_limit(0) {
+        guard.forward(guard.base.table().ticks.now());
+    }
+    let clk = guard.wheel.clk();
+    let expires = clamp_expiry(expires, clk);
+    let pos = calc_position(expires, clk);
+    if no_later_than(word, pos) {
+        return;
+    }
+    guard.detach_if_pending(t);
+    guard.enqueue(t, pos, expires);
+    guard.stats.recalced += 1;
 }
 
-/// Removes `timer` from its base if pending. The kernel's `timer_delete()`.
-pub(crate) fn delete(timer: &RawTimer) -> bool {
-    if !is_pending(timer.expires_idx.load(Acquire)) {
+/// Removes `t` from its base if pending. The kernel's `timer_delete()`.
+pub(crate) fn delete(t: TimerRef<'_>) -> bool {
+    if !t.get().state.load(Acquire).is_pending() {
         return false;
     }
-    let mut guard = lock_timer_base(timer);
-    let was_pending = guard.detach_if_pending(timer);
-    if was_pending {
-        guard.stats.deleted += 1;
-    }
-    was_pending
+    lock_timer_base(t.get()).delete_timer(t)
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::timer::state::pack;
-    use crate::{Clock, TimerFlags, TimerSystem};
+    use crate::{Clock, TimerSystem};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 
@@ -366,25 +391,21 @@ mod tests {
             .build();
         let fired = Arc::new(AtomicBool::new(false));
         let f = fired.clone();
-        let t = sys.timer(TimerFlags::empty(), move |_| {
-            f.store(true, Ordering::Relaxed)
-        });
+        let t = sys.timer(move |_| f.store(true, Ordering::Relaxed));
         t.modify(1000).unwrap(); // level 2: fires at 1024
-        let raw = t.raw();
+        let raw = t.r().get();
 
         // A: lock-free reads; 1010 lands in the same bucket.
-        let word = raw.expires_idx.load(Acquire);
-        let clk = raw.base().clk.load(Acquire);
-        let pos = calc_position(1010, clk);
-        assert_eq!(Some(pos.expiry), fires_at(word), "A sees a match");
+        let word = raw.state.load(Acquire);
+        let h = hint(timer_base(raw), 1010);
+        assert!(same_tick(word, h.pos), "A sees a match");
 
         // B: re-arms far away, under the lock.
         assert!(t.modify(20_000).unwrap());
 
         // A: seed 002 stores the new expiry without the lock.
         if seed002_form {
-            let now = raw.expires_idx.load(Relaxed);
-            raw.expires_idx.store(pack(1010, idx_of(now)), Relaxed);
+            raw.state.seed002_unlocked_store(1010);
         }
 
         // Owner: fire no later than tick 2000.

@@ -26,8 +26,12 @@ pub const BUCKETS: usize = LEVELS * LVL_SIZE;
 /// Index of the pseudo-bucket holding timers that are already due.
 pub const DUE: u16 = BUCKETS as u16;
 /// The largest tick the wheel handles; later clocks and expiries saturate
-/// here. 2^53 ticks is 285 years of 1 µs ticks.
-pub const MAX_TICK: u64 = (1 << 53) - 1;
+/// here. 2^53 ticks is 285 years of 1 µs ticks. It is a multiple of every
+/// level's granularity, so rounding an expiry up to its bucket never passes
+/// it: once the clock reaches `MAX_TICK`, every queued entry is due.
+pub const MAX_TICK: u64 = 1 << 53;
+
+const _: () = assert!(MAX_TICK % level_granularity(LEVELS - 1) == 0);
 /// The largest distance from `clk` a timer can be queued at; later expiries
 /// are clamped to `clk + MAX_DELTA`, as the kernel clamps to
 /// `WHEEL_TIMEOUT_MAX`.
@@ -167,6 +171,16 @@ mod tests {
                     // Lateness is at most ~1/8 of the timeout.
                     assert!((p.expiry - e) * 63 <= delta * 8 + 63, "{delta} {lvl}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn buckets_never_pass_the_last_tick() {
+        for clk in [MAX_TICK - 100, MAX_TICK - 70_000, MAX_TICK - MAX_DELTA] {
+            for e in (clk..=MAX_TICK).step_by(997).chain([MAX_TICK - 2, MAX_TICK]) {
+                let p = calc_position(clamp_expiry(e, clk), clk);
+                assert!(p.expiry <= MAX_TICK, "{clk} {e} {p:?}");
             }
         }
     }

@@ -68,11 +68,16 @@
 //!
 //! # Storage
 //!
-//! Entries live in a slab of 16-byte slots linked into per-bucket lists by
-//! index (see `slab.rs`): no `unsafe`, no allocation per insert once the slab
-//! has grown to the largest number of entries queued at once.
+//! Entries live in a slab of slots linked into per-bucket lists by index
+//! (see `slab.rs`): no `unsafe`, no allocation per insert once the slab has
+//! grown to the largest number of entries queued at once. A [`Key`] carries
+//! its slot's generation, so a key kept after its entry left the wheel names
+//! nothing (see `key.rs`).
+//!
+//! This layer imports nothing of the crate: it is usable alone.
 
 mod index;
+mod key;
 mod slab;
 
 pub use index::{
@@ -81,34 +86,17 @@ pub use index::{
     MAX_DELTA, MAX_TICK,
 };
 
+pub(crate) use key::Unchecked;
+pub use key::{Generation, Key};
 use slab::Lists;
 
 /// The run list: entries of the current run, handed out by `poll`.
 const RUN: usize = BUCKETS + 1;
 
-/// Identifies an entry in a [`Wheel`]. Valid until the entry is removed or
-/// returned by [`Wheel::poll`]; after that the key may be reused for another
-/// entry.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Key(u32);
-
-impl Key {
-    /// The raw slot number (for storing keys compactly).
-    #[inline]
-    pub fn as_u32(self) -> u32 {
-        self.0
-    }
-
-    /// Rebuilds a key from [`Key::as_u32`].
-    #[inline]
-    pub fn from_u32(raw: u32) -> Key {
-        Key(raw)
-    }
-}
-
 /// A hierarchical, non-cascading timer wheel holding values of type `T`.
 ///
-/// Mirrors the wheel part of the kernel's `struct timer_base`: the buckets
+/// `G` is the [`Generation`] its keys carry (`u32`: stale keys name
+/// nothing). Mirrors the wheel part of the kernel's `struct timer_base`: the buckets
 /// (`vectors`), the pending bitmaps (`pending_map`), the clock (`clk`) and the
 /// cached next expiry (`next_expiry`, `next_expiry_recalc`).
 ///
@@ -125,14 +113,14 @@ impl Key {
 /// assert_eq!(wheel.poll(703), None);
 /// assert_eq!(wheel.poll(704), Some("b"));
 /// ```
-pub struct Wheel<T> {
+pub struct Wheel<T, G: Generation = u32> {
     /// Next tick to process: every tick before `clk` has been expired.
     clk: u64,
     /// One bit per non-empty bucket, per level.
     pending: [u64; LEVELS],
     /// Buckets `0..BUCKETS`, the due list at [`DUE`] and the run list at
     /// `RUN`.
-    lists: Lists<T>,
+    lists: Lists<T, G>,
     /// A run is under way (`poll` has not returned `None` since it began).
     in_run: bool,
     /// Cached earliest bucket time (`u64::MAX`: none), valid unless `recalc`.
@@ -159,6 +147,14 @@ impl<T> Wheel<T> {
 
     /// An empty wheel at `clk` with room for `capacity` entries.
     pub fn with_capacity(clk: u64, capacity: usize) -> Self {
+        Self::build(clk, capacity)
+    }
+}
+
+impl<T, G: Generation> Wheel<T, G> {
+    /// An empty wheel at `clk` with room for `capacity` entries, whose keys
+    /// carry `G`.
+    pub(crate) fn build(clk: u64, capacity: usize) -> Self {
         Wheel {
             clk: clk.min(MAX_TICK),
             pending: [0; LEVELS],
@@ -210,7 +206,7 @@ impl<T> Wheel<T> {
     /// An expiry in the past is due at once; one beyond the wheel's range is
     /// clamped to [`MAX_DELTA`] ticks from the clock.
     #[inline]
-    pub fn insert(&mut self, expires: u64, value: T) -> Key {
+    pub fn insert(&mut self, expires: u64, value: T) -> Key<G> {
         let pos = self.position(expires);
         self.insert_at(pos, value)
     }
@@ -219,24 +215,25 @@ impl<T> Wheel<T> {
     /// [`Wheel::position`] with the clock unchanged since (the kernel's
     /// `enqueue_timer()` after `calc_wheel_index()`).
     #[inline(always)]
-    pub(crate) fn insert_at(&mut self, pos: Position, value: T) -> Key {
+    pub(crate) fn insert_at(&mut self, pos: Position, value: T) -> Key<G> {
         let idx = pos.idx as usize;
         debug_assert!(pos.idx == DUE || pos.expiry >= self.clk);
-        let key = self.lists.push_front(idx, value);
+        let (slot, gen) = self.lists.push_front(idx, value);
         if pos.idx != DUE {
             self.pending[idx / LVL_SIZE] |= 1 << (idx % LVL_SIZE);
             if pos.expiry < self.next {
                 self.next = pos.expiry;
             }
         }
-        Key(key)
+        Key { slot, gen }
     }
 
-    /// Removes the entry `key` and returns its value, or `None` if the key is
-    /// not (or no longer) in the wheel. The kernel's `detach_timer()`.
+    /// Removes the entry `key` and returns its value, or `None` if the key
+    /// names no entry (any more): a stale key touches nothing. The kernel's
+    /// `detach_timer()`.
     #[inline(always)]
-    pub fn remove(&mut self, key: Key) -> Option<T> {
-        let (value, emptied) = self.lists.remove(key.0)?;
+    pub fn remove(&mut self, key: Key<G>) -> Option<T> {
+        let (value, emptied) = self.lists.remove(key.slot, key.gen)?;
         if let Some(bucket) = emptied {
             if bucket < BUCKETS {
                 self.pending[bucket / LVL_SIZE] &= !(1 << (bucket % LVL_SIZE));
@@ -248,8 +245,8 @@ impl<T> Wheel<T> {
 
     /// The value of entry `key`, if it is in the wheel.
     #[inline]
-    pub fn get(&self, key: Key) -> Option<&T> {
-        self.lists.get(key.0)
+    pub fn get(&self, key: Key<G>) -> Option<&T> {
+        self.lists.get(key.slot, key.gen)
     }
 
     /// Iterates over every queued value, in no particular order.
@@ -296,19 +293,21 @@ impl<T> Wheel<T> {
         best
     }
 
-    /// Moves the clock forward to `now + 1` if nothing is due at or before
-    /// `now`, so that timers queued afterwards are placed relative to the
-    /// present rather than to a stale clock. The kernel's
-    /// `forward_timer_base()`. Never moves the clock past a pending bucket.
+    /// Brings a clock that fell behind up to the present, so that entries
+    /// queued afterwards are placed relative to `now` rather than to a stale
+    /// clock (on a needlessly coarse level). The kernel's
+    /// `forward_timer_base()`.
+    ///
+    /// The clock moves to `now + 1` if no bucket is due at or before `now`,
+    /// else to the earliest pending bucket time: never past a pending
+    /// bucket, never backwards. Entries already due stay due.
     pub fn forward(&mut self, now: u64) {
         let now = now.min(MAX_TICK);
-        if self.lists.is_bucket_empty(DUE as usize)
-            && self.lists.is_bucket_empty(RUN)
-            && now >= self.clk
-            && self.next_bucket_expiry() > now
-        {
-            self.clk = now + 1;
+        if now < self.clk {
+            return;
         }
+        let next = self.next_bucket_expiry();
+        self.clk = if next > now { now + 1 } else { next.max(self.clk) };
     }
 
     /// Removes and returns one entry that is due at `now`, or `None` when
@@ -399,7 +398,7 @@ impl<T> Wheel<T> {
     }
 }
 
-impl<T> std::fmt::Debug for Wheel<T> {
+impl<T, G: Generation> std::fmt::Debug for Wheel<T, G> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Wheel")
             .field("clk", &self.clk)

@@ -194,8 +194,47 @@ fn forward_never_skips_pending() {
     let mut w = Wheel::new();
     w.insert(50, ());
     w.forward(100);
-    assert_eq!(w.clk(), 0);
+    assert_eq!(w.clk(), 50, "up to the pending bucket, not past it");
+    w.forward(40);
+    assert_eq!(w.clk(), 50, "never backwards");
     assert_eq!(w.poll(100), Some(()));
     w.forward(1000);
     assert_eq!(w.clk(), 1001);
+    // A timer queued after forwarding is placed relative to the present:
+    // 50 ticks from 1000 is exact (level 0), not on a 4096-tick level.
+    w.insert(1050, ());
+    assert_eq!(w.next_expiry(), Some(1050));
+}
+
+#[test]
+fn stale_keys_name_nothing() {
+    let mut w = Wheel::new();
+    let a = w.insert(10, 'a');
+    assert_eq!(w.poll(10), Some('a'));
+    assert_eq!(w.poll(10), None);
+    let b = w.insert(20, 'b');
+    assert_eq!(a.slot(), b.slot(), "the slot is reused");
+    assert_eq!(w.get(a), None);
+    assert_eq!(w.remove(a), None, "a stale key removes nothing");
+    assert_eq!(w.len(), 1);
+    assert_eq!(w.remove(b), Some('b'));
+    let c = w.insert(30, 'c');
+    w.drain(|_| {});
+    let d = w.insert(40, 'd');
+    assert_eq!(w.remove(c), None, "keys from before a drain are stale");
+    assert_eq!(w.remove(d), Some('d'));
+}
+
+#[test]
+fn entries_armed_just_before_the_last_tick_fire() {
+    let mut w = Wheel::with_clk(MAX_TICK - 100);
+    assert_eq!(w.poll(MAX_TICK - 100), None);
+    w.insert(MAX_TICK - 2, 'a');
+    w.insert(MAX_TICK - 60, 'b');
+    w.insert(u64::MAX, 'c');
+    assert!(w.next_expiry().unwrap() <= MAX_TICK);
+    let mut got = Vec::new();
+    w.advance(u64::MAX, |v| got.push(v));
+    got.sort();
+    assert_eq!(got, vec!['a', 'b', 'c']);
 }

@@ -1,19 +1,22 @@
-//! Time sources: the tick counter that timer expiries are expressed in.
+//! Clocks: the tick counter that timer expiries are expressed in.
 //!
 //! The kernel's timers count in jiffies, a global tick counter that is cheap
 //! to read. utimer's equivalent is [`TimerSystem::now`](crate::TimerSystem::now),
 //! which reads a [`Clock`]:
 //!
 //! * [`Clock::monotonic`] (the default) reads `CLOCK_MONOTONIC_COARSE`
-//!   through the vDSO: a few nanoseconds, no system call, but only as fine as
-//!   the kernel's own tick (1–4 ms). Like jiffies it may lag real time by up
-//!   to that resolution, so a timer armed at `now() + n` can fire up to one
-//!   coarse period before `n` ticks of real time have passed. The
-//!   `*_after(Duration)` and `*_at(Instant)` conveniences read the precise
-//!   clock instead and round up, so they are never early.
+//!   through the vDSO: no system call, but only as fine as the kernel's own
+//!   tick (1–4 ms). Like jiffies it may lag real time by up to that
+//!   resolution: a timer armed at `now() + n` can fire up to one coarse
+//!   period before `n` ticks of real time have passed. Relative expiries
+//!   ([`Expiry::After`](crate::Expiry::After) and
+//!   [`Expiry::AfterTicks`](crate::Expiry::AfterTicks)) read the precise clock
+//!   instead and round up, so they are never early.
 //! * [`Clock::manual`] is set and advanced by the program: for tests,
-//!   simulations and benchmarks that must be deterministic.
+//!   simulations and benchmarks that must be deterministic. It saturates at
+//!   `u64::MAX` and never goes backwards.
 
+use super::Expiry;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -65,11 +68,18 @@ impl Clock {
         }
     }
 
-    /// Advances a manual clock by `ticks` and returns the new tick. Returns
-    /// 0 for the monotonic clock.
+    /// Advances a manual clock by `ticks` (saturating at `u64::MAX`) and
+    /// returns the new tick. Returns 0 for the monotonic clock.
     pub fn advance(&self, ticks: u64) -> u64 {
         match &self.kind {
-            Kind::Manual(t) => t.fetch_add(ticks, Ordering::AcqRel).saturating_add(ticks),
+            Kind::Manual(t) => {
+                let old = t
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                        Some(v.saturating_add(ticks))
+                    })
+                    .unwrap_or_else(|v| v);
+                old.saturating_add(ticks)
+            }
             Kind::Monotonic => 0,
         }
     }
@@ -160,6 +170,30 @@ impl TickSource {
         }
     }
 
+    /// The first tick at or after `ticks` ticks of the precise clock from
+    /// now: never early. Saturates.
+    pub(crate) fn deadline_after_ticks(&self, ticks: u64) -> u64 {
+        match &self.clock.kind {
+            Kind::Monotonic => {
+                let ns = u128::from(ticks) * u128::from(self.tick_ns);
+                let d = Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX));
+                self.deadline_after(d)
+            }
+            Kind::Manual(t) => t.load(Ordering::Acquire).saturating_add(ticks),
+        }
+    }
+
+    /// Resolves an [`Expiry`] to an absolute tick.
+    #[inline(always)]
+    pub(crate) fn resolve(&self, expiry: Expiry) -> u64 {
+        match expiry {
+            Expiry::Tick(tick) => tick,
+            Expiry::AfterTicks(n) => self.deadline_after_ticks(n),
+            Expiry::After(d) => self.deadline_after(d),
+            Expiry::At(instant) => self.deadline_at(instant),
+        }
+    }
+
     /// The first tick at or after `instant`.
     pub(crate) fn deadline_at(&self, instant: Instant) -> u64 {
         match &self.clock.kind {
@@ -199,6 +233,18 @@ mod tests {
         assert_eq!(c.advance(3), 13);
         assert_eq!(src.deadline_after(Duration::from_micros(1500)), 15);
         assert_eq!(src.deadline_after(Duration::MAX), u64::MAX);
+        assert_eq!(src.deadline_after_ticks(7), 20);
+    }
+
+    #[test]
+    fn advance_saturates() {
+        let c = Clock::manual();
+        let src = TickSource::new(c.clone(), Duration::from_millis(1));
+        c.set(10);
+        assert_eq!(c.advance(u64::MAX), u64::MAX);
+        assert_eq!(src.now(), u64::MAX, "time never goes backwards");
+        assert_eq!(c.advance(5), u64::MAX);
+        assert_eq!(src.deadline_after_ticks(5), u64::MAX);
     }
 
     #[test]
@@ -211,5 +257,10 @@ mod tests {
         assert!(at >= start + d);
         assert!(src.now() <= src.now_precise() + 1);
         assert_eq!(src.deadline_after(Duration::MAX), u64::MAX);
+        let before = src.now_precise();
+        let t = src.deadline_after_ticks(30);
+        assert!(t > before + 30 || (t == before + 30 && src.now_precise() >= before));
+        let at = src.instant_of(t).unwrap();
+        assert!(at >= start + src.tick() * 30);
     }
 }

@@ -1,0 +1,205 @@
+//! The table of every worker's bases, and what it owns besides them: the
+//! clock, the binding of threads to workers and the hooks.
+//!
+//! # Choosing a base without a global lock
+//!
+//! Like the kernel's `mod_timer()`, arming a timer queues it on the caller's
+//! own worker: the worker the thread entered, or else the thread's *home*
+//! worker, assigned once per thread round-robin from a global counter (one
+//! relaxed atomic add per thread lifetime). No lock, no shared cache line.
+//!
+//! # Hooks
+//!
+//! The base layer must sometimes act on behalf of the layers above it
+//! without importing them. [`Hooks`] is that seam, installed by the system
+//! when it builds the table:
+//!
+//! * **whom to wake** when an enqueue lands on an idle worker's base before
+//!   it planned to wake: one policy point (today: that worker; with the pull
+//!   model, the hierarchy decides);
+//! * **what to run while blocked**: a worker's thread waiting inside utimer
+//!   (`delete_sync` on a callback elsewhere) keeps running its own expired
+//!   timers, as a kernel CPU keeps taking interrupts while a task sleeps;
+//! * **whom to tell about a panic** in a callback.
+
+use super::{Base, BaseKind, BaseStats, KINDS};
+use crate::entry::{DEFERRABLE, PINNED};
+use crate::sync::thread_local;
+use crate::time::TickSource;
+use crate::TimerError;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// Called with the payload of a callback's panic.
+pub(crate) type PanicHook = Arc<dyn Fn(&(dyn std::any::Any + Send)) + Send + Sync>;
+
+/// What the base layer asks of the layers above it (see the module docs).
+pub(crate) trait Hooks: Send + Sync {
+    /// An enqueue on `worker`'s idle `kind` base fires at `expiry`, before
+    /// the worker planned to wake. Called with no lock held.
+    fn timer_on_idle(&self, worker: usize, kind: BaseKind, expiry: u64);
+
+    /// The thread bound to `worker` is blocked inside utimer: run whatever
+    /// of that worker is due, and return the tick it next needs to run
+    /// again (`None`: nothing queued that would wake it).
+    fn run_blocked(&self, bases: &Bases, worker: usize) -> Option<u64>;
+}
+
+/// Settings the table copies into each base.
+#[derive(Clone, Debug)]
+pub(crate) struct BasesConfig {
+    /// Count lock-free `modify` hits.
+    pub(crate) stats: bool,
+    /// Room for this many pending timers per base.
+    pub(crate) capacity: usize,
+}
+
+/// Every worker's three bases, the clock, and the hooks.
+pub(crate) struct Bases {
+    /// `worker * KINDS + kind`.
+    bases: Box<[Base]>,
+    workers: usize,
+    pub(crate) ticks: TickSource,
+    hooks: Arc<dyn Hooks>,
+    panic_hook: Option<PanicHook>,
+}
+
+thread_local! {
+    /// The table and worker this thread entered, if any.
+    static ENTERED: Cell<(*const Bases, usize)> = Cell::new((std::ptr::null(), 0));
+    /// This thread's home worker number (before reduction modulo workers).
+    static HOME: Cell<usize> = Cell::new(usize::MAX);
+}
+
+static NEXT_HOME: AtomicUsize = AtomicUsize::new(0);
+
+/// What [`Bases::enter`] replaced; give it back to [`Bases::leave`].
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Binding((*const Bases, usize));
+
+impl Bases {
+    pub(crate) fn new(
+        workers: usize,
+        ticks: TickSource,
+        config: &BasesConfig,
+        hooks: Arc<dyn Hooks>,
+        panic_hook: Option<PanicHook>,
+    ) -> Arc<Bases> {
+        let clk = ticks.now();
+        Arc::new_cyclic(|me| Bases {
+            bases: (0..workers * KINDS)
+                .map(|i| Base::new(i as u32, clk, me.as_ptr(), config))
+                .collect(),
+            workers,
+            ticks,
+            hooks,
+            panic_hook,
+        })
+    }
+
+    /// Number of workers.
+    #[inline]
+    pub(crate) fn workers(&self) -> usize {
+        self.workers
+    }
+
+    pub(crate) fn hooks(&self) -> &dyn Hooks {
+        &*self.hooks
+    }
+
+    pub(crate) fn panic_hook(&self) -> Option<&PanicHook> {
+        self.panic_hook.as_ref()
+    }
+
+    /// Every base.
+    pub(crate) fn all(&self) -> &[Base] {
+        &self.bases
+    }
+
+    /// `worker`'s base of `kind`.
+    #[inline]
+    pub(crate) fn base(&self, worker: usize, kind: BaseKind) -> &Base {
+        &self.bases[worker * KINDS + kind as usize]
+    }
+
+    /// The base a timer with `flags` uses on `worker`.
+    #[inline(always)]
+    pub(crate) fn base_for(&self, worker: usize, flags: u32) -> &Base {
+        let kind = if flags & DEFERRABLE != 0 {
+            BaseKind::Deferrable
+        } else if flags & PINNED != 0 {
+            BaseKind::Local
+        } else {
+            BaseKind::Global
+        };
+        self.base(worker, kind)
+    }
+
+    /// `Ok` if `worker` exists.
+    pub(crate) fn check_worker(&self, worker: usize) -> Result<(), TimerError> {
+        if worker < self.workers {
+            Ok(())
+        } else {
+            Err(TimerError::NoSuchWorker {
+                worker: worker.try_into().unwrap_or(u32::MAX),
+            })
+        }
+    }
+
+    /// Takes the strong count a new timer holds on its table.
+    pub(crate) fn retain_for_timer(self: &Arc<Self>) {
+        std::mem::forget(self.clone());
+    }
+
+    /// Gives back a count taken by [`retain_for_timer`](Self::retain_for_timer).
+    ///
+    /// # Safety
+    /// `table` came from such a table, and the count is given back once.
+    pub(crate) unsafe fn release_for_timer(table: *const Bases) {
+        // SAFETY: forwarded from the caller.
+        unsafe { Arc::decrement_strong_count(table) }
+    }
+
+    /// The worker this thread entered, if it entered one of this table's.
+    #[inline]
+    pub(crate) fn entered_worker(&self) -> Option<usize> {
+        let (table, worker) = ENTERED.with(|e| e.get());
+        std::ptr::eq(table, self).then_some(worker)
+    }
+
+    /// The worker whose bases this thread arms timers on.
+    #[inline]
+    pub(crate) fn current_worker(&self) -> usize {
+        let (table, worker) = ENTERED.with(|e| e.get());
+        if std::ptr::eq(table, self) {
+            return worker;
+        }
+        let home = HOME.with(|h| {
+            if h.get() == usize::MAX {
+                h.set(NEXT_HOME.fetch_add(1, Relaxed));
+            }
+            h.get()
+        });
+        home % self.workers
+    }
+
+    /// Binds this thread to `worker` (checked by the caller) until
+    /// [`leave`](Self::leave) is given the returned binding.
+    pub(crate) fn enter(&self, worker: usize) -> Binding {
+        debug_assert!(worker < self.workers);
+        Binding(ENTERED.with(|e| e.replace((self, worker))))
+    }
+
+    /// Restores the binding that [`enter`](Self::enter) replaced.
+    pub(crate) fn leave(previous: Binding) {
+        ENTERED.with(|e| e.set(previous.0));
+    }
+
+    /// Statistics of one base.
+    pub(crate) fn stats_of(base: &Base) -> BaseStats {
+        let matched = base.matched.0.load(Relaxed);
+        let guard = base.lock();
+        BaseStats::from_counters(&guard.stats, guard.wheel.len(), matched)
+    }
+}

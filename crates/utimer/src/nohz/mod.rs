@@ -1,0 +1,223 @@
+//! Tickless idle (the kernel's `NO_HZ`): when may a worker sleep, and who
+//! wakes it.
+//!
+//! A worker going idle asks every *event source* for its next event and
+//! sleeps until the earliest. Today there is one source, the worker's wheel
+//! bases; hrtimers will be a second one, added to [`Nohz::sources`] without
+//! touching the wheel. Each source answers with its next *local* event
+//! (pinned: only this worker may run it) and its next *global* one
+//! (movable: the pull model will let a busy worker run it instead, so only
+//! the local one will keep an idle worker's own wake-up). Deferrable timers
+//! are no event: they never wake a worker.
+//!
+//! # The idle protocol
+//!
+//! [`Nohz::idle_enter`] publishes, in each source, the tick the worker plans
+//! to wake at; from then until [`Nohz::idle_exit`], an enqueue that fires
+//! earlier reaches [`Nohz::timer_on_idle`](crate::base::Hooks::timer_on_idle),
+//! the one policy point that decides whom to wake (today: that worker,
+//! through its registered waker, as the kernel's `trigger_dyntick_cpu()`
+//! sends an IPI). Publishing happens in two passes: the first finds the
+//! earliest event of all sources, the second stores it in each source under
+//! the source's lock together with a fresh look at its own next event. An
+//! arm that slips in before a source's store is seen by that look; one
+//! after it sees the published tick and wakes the worker. A published tick
+//! may be later than the final one (a later source lowered it): that only
+//! costs a spurious wake-up, never a missed one.
+//!
+//! # Wakers
+//!
+//! Each worker has at most one waker, a closure that interrupts its sleep,
+//! kept under a small mutex that is never taken under a base lock. A thread
+//! that blocks inside utimer on a worker (a sleep) swaps in its own waker
+//! for the time it blocks ([`Nohz::swap_waker`]).
+
+use crate::base::{BaseKind, Bases, Hooks};
+use crate::sync::Mutex;
+use std::sync::Arc;
+
+/// Wakes one worker's thread. Must not block; called with no utimer lock
+/// held.
+pub(crate) type Waker = Arc<dyn Fn() + Send + Sync>;
+
+/// A worker's next events, as ticks (`None`: none).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct NextEvents {
+    /// Pinned events: only this worker may run them.
+    pub(crate) local: Option<u64>,
+    /// Movable events: another worker may run them (pull model).
+    pub(crate) global: Option<u64>,
+}
+
+fn min(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+impl NextEvents {
+    /// The earliest of both.
+    pub(crate) fn earliest(self) -> Option<u64> {
+        min(self.local, self.global)
+    }
+
+    /// The earlier of each kind.
+    fn min(self, o: NextEvents) -> NextEvents {
+        NextEvents {
+            local: min(self.local, o.local),
+            global: min(self.global, o.global),
+        }
+    }
+}
+
+/// Something that has events for a worker: runs them, and says when the
+/// next one is due.
+pub(crate) trait EventSource {
+    /// The worker's next events, each read under the source's locks.
+    fn next_events(&self, worker: usize) -> NextEvents;
+    /// The worker goes idle until `until` at the latest: publish it, and
+    /// return the next events read under the same locks.
+    fn publish_idle(&self, worker: usize, until: u64) -> NextEvents;
+    /// The worker is busy again.
+    fn clear_idle(&self, worker: usize);
+    /// Runs the worker's events due at or before `now`; returns how many
+    /// ran and its next events afterwards.
+    fn run_expired(&self, worker: usize, now: u64) -> (usize, NextEvents);
+}
+
+/// The wheel bases as an event source.
+struct WheelSource<'a>(&'a Bases);
+
+impl EventSource for WheelSource<'_> {
+    fn next_events(&self, worker: usize) -> NextEvents {
+        NextEvents {
+            local: self.0.base(worker, BaseKind::Local).next_expiry(),
+            global: self.0.base(worker, BaseKind::Global).next_expiry(),
+        }
+    }
+
+    fn publish_idle(&self, worker: usize, until: u64) -> NextEvents {
+        let local = self.0.base(worker, BaseKind::Local).idle_enter(until);
+        let until = local.map_or(until, |l| l.min(until));
+        let global = self.0.base(worker, BaseKind::Global).idle_enter(until);
+        NextEvents { local, global }
+    }
+
+    fn clear_idle(&self, worker: usize) {
+        for kind in [BaseKind::Local, BaseKind::Global] {
+            self.0.base(worker, kind).idle_exit();
+        }
+    }
+
+    fn run_expired(&self, worker: usize, now: u64) -> (usize, NextEvents) {
+        let mut ran = 0;
+        let mut next = NextEvents::default();
+        for kind in BaseKind::ALL {
+            let done = crate::base::run_expired(self.0.base(worker, kind), now);
+            ran += done.ran;
+            match kind {
+                BaseKind::Local => next.local = done.next,
+                BaseKind::Global => next.global = done.next,
+                BaseKind::Deferrable => {}
+            }
+        }
+        (ran, next)
+    }
+}
+
+/// The per-worker idle state of a system: wakers and the wake policy.
+pub(crate) struct Nohz {
+    wakers: Box<[Mutex<Option<Waker>>]>,
+}
+
+impl Nohz {
+    pub(crate) fn new(workers: usize) -> Arc<Nohz> {
+        Arc::new(Nohz {
+            wakers: (0..workers).map(|_| Mutex::new(None)).collect(),
+        })
+    }
+
+    /// The event sources of `bases`' system.
+    fn sources<'a>(&self, bases: &'a Bases) -> [WheelSource<'a>; 1] {
+        [WheelSource(bases)]
+    }
+
+    /// "Until when may `worker` sleep?": its next events over every source,
+    /// published so that an earlier arm wakes it. The kernel's
+    /// `tick_nohz_idle_enter()` / `get_next_timer_interrupt()`.
+    pub(crate) fn idle_enter(&self, bases: &Bases, worker: usize) -> NextEvents {
+        let sources = self.sources(bases);
+        let mut next = NextEvents::default();
+        for s in &sources {
+            next = next.min(s.next_events(worker));
+        }
+        for s in &sources {
+            let until = next.earliest().unwrap_or(u64::MAX);
+            next = next.min(s.publish_idle(worker, until));
+        }
+        next
+    }
+
+    /// `worker` is busy again. The kernel's `tick_nohz_idle_exit()`.
+    pub(crate) fn idle_exit(&self, bases: &Bases, worker: usize) {
+        for s in &self.sources(bases) {
+            s.clear_idle(worker);
+        }
+    }
+
+    /// `worker`'s next events, without going idle.
+    pub(crate) fn next_events(&self, bases: &Bases, worker: usize) -> NextEvents {
+        let mut next = NextEvents::default();
+        for s in &self.sources(bases) {
+            next = next.min(s.next_events(worker));
+        }
+        next
+    }
+
+    /// Runs everything of `worker` due at or before `now`, over every
+    /// source. The kernel's `run_timer_softirq()`.
+    pub(crate) fn run_expired(&self, bases: &Bases, worker: usize, now: u64) -> (usize, NextEvents) {
+        let mut ran = 0;
+        let mut next = NextEvents::default();
+        for s in &self.sources(bases) {
+            let (n, events) = s.run_expired(worker, now);
+            ran += n;
+            next = next.min(events);
+        }
+        (ran, next)
+    }
+
+    /// Installs `waker` for `worker` and returns the one it replaces.
+    pub(crate) fn swap_waker(&self, worker: usize, waker: Option<Waker>) -> Option<Waker> {
+        let mut slot = self.wakers[worker]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        std::mem::replace(&mut *slot, waker)
+    }
+
+    /// Wakes `worker`'s thread, if it registered a waker.
+    fn wake(&self, worker: usize) {
+        let waker = self.wakers[worker]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(wake) = waker {
+            wake();
+        }
+    }
+}
+
+impl Hooks for Nohz {
+    /// The wake policy: an earlier timer on an idle worker's local or
+    /// global base wakes that worker. (Deferrable bases never publish an
+    /// idle tick, so they never get here.)
+    fn timer_on_idle(&self, worker: usize, _kind: BaseKind, _expiry: u64) {
+        self.wake(worker);
+    }
+
+    fn run_blocked(&self, bases: &Bases, worker: usize) -> Option<u64> {
+        let now = bases.ticks.now_precise();
+        self.run_expired(bases, worker, now).1.earliest()
+    }
+}

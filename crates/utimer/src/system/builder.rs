@@ -1,0 +1,106 @@
+//! [`Builder`]: a [`TimerSystem`]'s settings.
+
+use super::{Core, TimerSystem};
+use crate::base::{Bases, BasesConfig, PanicHook};
+use crate::nohz::Nohz;
+use crate::time::{Clock, TickSource};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Configures a [`TimerSystem`].
+#[derive(Clone)]
+pub struct Builder {
+    workers: usize,
+    tick: Duration,
+    clock: Clock,
+    stats: bool,
+    capacity: usize,
+    panic_hook: Option<PanicHook>,
+}
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("workers", &self.workers)
+            .field("tick", &self.tick)
+            .field("clock", &self.clock)
+            .field("stats", &self.stats)
+            .field("capacity", &self.capacity)
+            .field("panic_hook", &self.panic_hook.is_some())
+            .finish()
+    }
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            tick: Duration::from_millis(1),
+            clock: Clock::monotonic(),
+            stats: false,
+            capacity: 0,
+            panic_hook: None,
+        }
+    }
+}
+
+impl Builder {
+    /// Number of workers (default: available CPUs). Clamped to 1 ..= 65,536.
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = n.clamp(1, 1 << 16);
+        self
+    }
+
+    /// Length of one tick (default 1 ms). Clamped to at least 1 µs. The
+    /// wheel's range is 1,056,964,607 ticks (12.2 days at 1 ms).
+    pub fn tick(mut self, tick: Duration) -> Self {
+        self.tick = tick.max(Duration::from_micros(1));
+        self
+    }
+
+    /// The time source (default [`Clock::monotonic`]).
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Count lock-free `modify` hits (`BaseStats::matched`; default off: it
+    /// costs an atomic add on the fastest path). Locked events are always
+    /// counted.
+    pub fn stats(mut self, on: bool) -> Self {
+        self.stats = on;
+        self
+    }
+
+    /// Room for this many pending timers per base, so that arming never
+    /// allocates below it (default 0: grow on demand).
+    pub fn capacity_per_base(mut self, n: usize) -> Self {
+        self.capacity = n;
+        self
+    }
+
+    /// Calls `hook` with the payload of every timer callback that panics
+    /// (after the panic is caught and counted; outside every lock; on the
+    /// expiring thread). The worker goes on either way.
+    pub fn on_callback_panic(
+        mut self,
+        hook: impl Fn(&(dyn std::any::Any + Send)) + Send + Sync + 'static,
+    ) -> Self {
+        self.panic_hook = Some(Arc::new(hook));
+        self
+    }
+
+    /// Creates the system.
+    pub fn build(self) -> TimerSystem {
+        let ticks = TickSource::new(self.clock, self.tick);
+        let nohz = Nohz::new(self.workers);
+        let config = BasesConfig {
+            stats: self.stats,
+            capacity: self.capacity,
+        };
+        let bases = Bases::new(self.workers, ticks, &config, nohz.clone(), self.panic_hook);
+        TimerSystem {
+            core: Core { bases, nohz },
+        }
+    }
+}

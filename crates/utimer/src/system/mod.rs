@@ -1,0 +1,260 @@
+//! The timer system: N workers, three bases each, one clock.
+//!
+//! [`TimerSystem`] is the facade over the layers below it: the user-space
+//! counterpart of the kernel's per-CPU `timer_bases` together with its
+//! `NO_HZ` idle state. A kernel CPU becomes a *worker*; this layer owns no
+//! threads (the runtime layer adds them): any thread may bind itself to a
+//! worker with [`TimerSystem::enter`] and run that worker's expired timers
+//! with [`TimerSystem::run_expired`], or become a worker with the
+//! integration API ([`TimerSystem::register_worker`], `worker.rs`).
+//!
+//! One file a concern: the facade (here), its settings (`builder.rs`),
+//! shutdown (`shutdown.rs`), the integration API (`worker.rs`) and blocking
+//! sleep (`sleep.rs`). Every `impl TimerSystem` is in this file.
+
+mod builder;
+mod shutdown;
+mod sleep;
+mod worker;
+
+pub use builder::Builder;
+pub use sleep::{Interrupter, SleepOutcome, Sleeper};
+pub use worker::Worker;
+
+use crate::base::{BaseKind, BaseStats, Bases, Binding};
+use crate::nohz::Nohz;
+use crate::time::{Clock, Expiry};
+use crate::{Timer, TimerError, TimerFlags};
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What the facade, its workers and its sleepers share.
+#[derive(Clone)]
+pub(crate) struct Core {
+    pub(crate) bases: Arc<Bases>,
+    pub(crate) nohz: Arc<Nohz>,
+}
+
+/// A set of workers, each with its own timer bases. Dropping it shuts the
+/// bases down: pending timers are cancelled (their callbacks never run) and
+/// later arms return [`TimerError::Shutdown`].
+pub struct TimerSystem {
+    core: Core,
+}
+
+/// Binds the current thread to a worker until dropped
+/// ([`TimerSystem::enter`]).
+pub struct EnterGuard<'a> {
+    previous: Binding,
+    _system: PhantomData<&'a TimerSystem>,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for EnterGuard<'_> {
+    fn drop(&mut self) {
+        Bases::leave(self.previous);
+    }
+}
+
+impl std::fmt::Debug for EnterGuard<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnterGuard").finish_non_exhaustive()
+    }
+}
+
+impl TimerSystem {
+    /// A system with `workers` workers and default settings.
+    pub fn new(workers: usize) -> TimerSystem {
+        Builder::default().workers(workers).build()
+    }
+
+    /// A [`Builder`] with default settings.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// Number of workers.
+    pub fn workers(&self) -> usize {
+        self.core.bases.workers()
+    }
+
+    /// The current tick, cheaply (the kernel's `jiffies`). With the default
+    /// clock it may lag real time by up to the kernel's coarse clock
+    /// resolution (1–4 ms): `now() + n` can fire before `n` ticks of real
+    /// time have passed. Arm with a relative [`Expiry`] (a `Duration`, or
+    /// [`Expiry::AfterTicks`]) for "never early". See [`Clock`].
+    #[inline]
+    pub fn now(&self) -> u64 {
+        self.core.bases.ticks.now()
+    }
+
+    /// The current tick from the precise clock, rounded down: every timer
+    /// due at or before it is really due.
+    pub fn now_precise(&self) -> u64 {
+        self.core.bases.ticks.now_precise()
+    }
+
+    /// The length of a tick.
+    pub fn tick(&self) -> Duration {
+        self.core.bases.ticks.tick()
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Clock {
+        self.core.bases.ticks.clock()
+    }
+
+    /// The tick an [`Expiry`] stands for now (relative ones rounded up:
+    /// never early; saturating).
+    pub fn deadline(&self, expiry: impl Into<Expiry>) -> u64 {
+        self.core.bases.ticks.resolve(expiry.into())
+    }
+
+    /// The instant `tick` begins, for the monotonic clock (`None` for a
+    /// manual clock, or beyond `Instant`'s range).
+    pub fn instant_of(&self, tick: u64) -> Option<Instant> {
+        self.core.bases.ticks.instant_of(tick)
+    }
+
+    /// Creates a movable timer (no flags) that calls `callback` when it
+    /// expires. The kernel's `timer_setup()`. The timer is not pending; arm
+    /// it with [`Timer::modify`] or [`Timer::add`].
+    ///
+    /// The callback receives the timer itself and may re-arm, delete or
+    /// drop it.
+    pub fn timer<F>(&self, callback: F) -> Timer
+    where
+        F: Fn(&Timer) + Send + Sync + 'static,
+    {
+        self.timer_with_flags(TimerFlags::NONE, callback)
+    }
+
+    /// [`timer`](Self::timer) with flags ([`TimerFlags::PINNED`],
+    /// [`TimerFlags::DEFERRABLE`]).
+    pub fn timer_with_flags<F>(&self, flags: TimerFlags, callback: F) -> Timer
+    where
+        F: Fn(&Timer) + Send + Sync + 'static,
+    {
+        let bases = &self.core.bases;
+        Timer::new(bases, bases.current_worker(), flags, callback)
+    }
+
+    /// Binds this thread to `worker` until the guard is dropped: timers it
+    /// arms go to that worker's bases.
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
+    pub fn enter(&self, worker: usize) -> Result<EnterGuard<'_>, TimerError> {
+        self.core.bases.check_worker(worker)?;
+        Ok(EnterGuard {
+            previous: self.core.bases.enter(worker),
+            _system: PhantomData,
+            _not_send: PhantomData,
+        })
+    }
+
+    /// The worker this thread arms timers on.
+    pub fn current_worker(&self) -> usize {
+        self.core.bases.current_worker()
+    }
+
+    /// Runs the callbacks of every timer of `worker` (all three bases) due at
+    /// or before tick `now` (and of those already due), and returns how many
+    /// ran. The kernel's `run_timer_softirq()`. A base whose expiry is
+    /// already under way on another thread is left to that run: a base is
+    /// never expired by two threads at once.
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
+    pub fn run_expired(&self, worker: usize, now: u64) -> Result<usize, TimerError> {
+        self.core.bases.check_worker(worker)?;
+        Ok(self.core.nohz.run_expired(&self.core.bases, worker, now).0)
+    }
+
+    /// The earliest tick at which a timer of `worker` fires, over its local
+    /// and global bases (deferrable timers do not count, as they never wake
+    /// a worker). The kernel's `get_next_timer_interrupt()`.
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
+    pub fn next_expiry(&self, worker: usize) -> Result<Option<u64>, TimerError> {
+        self.core.bases.check_worker(worker)?;
+        let next = self.core.nohz.next_events(&self.core.bases, worker);
+        Ok(next.earliest())
+    }
+
+    /// Statistics of one base.
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
+    pub fn base_stats(&self, worker: usize, kind: BaseKind) -> Result<BaseStats, TimerError> {
+        self.core.bases.check_worker(worker)?;
+        Ok(Bases::stats_of(self.core.bases.base(worker, kind)))
+    }
+
+    /// Statistics summed over every base.
+    pub fn stats(&self) -> BaseStats {
+        let mut sum = BaseStats::default();
+        for base in self.core.bases.all() {
+            sum += Bases::stats_of(base);
+        }
+        sum
+    }
+
+    /// Heap bytes held by the bases' wheels (slots and bucket heads), not
+    /// counting the timers themselves.
+    pub fn wheel_heap_bytes(&self) -> usize {
+        let bases = self.core.bases.all();
+        bases.iter().map(|b| b.lock().wheel.heap_bytes()).sum()
+    }
+
+    /// Makes the current thread worker `worker`: the integration API for
+    /// executors and event loops that own their threads (see [`Worker`]).
+    /// `wake` is called, from any thread and never under a utimer lock,
+    /// when a timer armed on the idle worker's bases must fire before it
+    /// planned to wake; it must not block.
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
+    pub fn register_worker(
+        &self,
+        worker: usize,
+        wake: impl Fn() + Send + Sync + 'static,
+    ) -> Result<Worker, TimerError> {
+        self.core.bases.check_worker(worker)?;
+        Ok(Worker::register(self.core.clone(), worker, Arc::new(wake)))
+    }
+
+    /// A reusable, interruptible sleep whose timer belongs to this system.
+    pub fn sleeper(&self) -> Sleeper {
+        Sleeper::new(self.core.clone())
+    }
+
+    /// Blocks this thread for at least `d` (rounded up to whole ticks). The
+    /// kernel's `schedule_timeout()`.
+    ///
+    /// # Errors
+    /// As [`Sleeper::sleep_until`].
+    pub fn sleep(&self, d: Duration) -> Result<(), TimerError> {
+        self.sleeper().sleep(d).map(drop)
+    }
+
+    /// Blocks this thread until the clock has reached `deadline` (see
+    /// [`Sleeper::sleep_until`]).
+    ///
+    /// # Errors
+    /// As [`Sleeper::sleep_until`].
+    pub fn sleep_until(&self, deadline: impl Into<Expiry>) -> Result<(), TimerError> {
+        self.sleeper().sleep_until(deadline).map(drop)
+    }
+}
+
+impl std::fmt::Debug for TimerSystem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimerSystem")
+            .field("workers", &self.workers())
+            .field("tick", &self.tick())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,120 @@
+//! The integration API: an executor, event loop or poller that owns its
+//! threads makes one of them a utimer worker.
+//!
+//! The thread registers with a *waker*, a closure that interrupts its
+//! sleep. Then its loop runs, in the same shape as the kernel's idle loop
+//! with `NO_HZ`:
+//!
+//! ```text
+//! loop {
+//!     do_work();                             // your tasks, I/O completions, ...
+//!     worker.run_expired();                  // the kernel's run_timer_softirq()
+//!     match worker.idle_enter() {            // tick_nohz_idle_enter(): may I sleep?
+//!         Some(tick) => sleep_until(tick),   //   until the next timer, at the latest
+//!         None => sleep(),                   //   no timer: until woken
+//!     }                                      // (the waker cuts either short)
+//!     worker.idle_exit();                    // tick_nohz_idle_exit()
+//! }
+//! ```
+//!
+//! Between `idle_enter()` and `idle_exit()` the worker's bases know when it
+//! will wake. A timer armed there (from any thread) that fires earlier calls
+//! the waker, as the kernel's `trigger_dyntick_cpu()` sends an IPI.
+//! Deferrable timers never wake it. A complete event loop built this way is
+//! in `examples/event_loop.rs`.
+//!
+//! Timers of a worker run only when its thread runs them: a long job on
+//! that thread delays them (until the pull model lets other workers expire
+//! its movable timers), and the lateness promise holds from the moment the
+//! expiry runs. A thread that blocks inside utimer (a [`sleep`], or a
+//! `delete_sync` waiting for a callback elsewhere) keeps running its own
+//! timers while it waits.
+//!
+//! [`sleep`]: crate::TimerSystem::sleep
+
+use super::Core;
+use crate::base::{Bases, Binding};
+use crate::nohz::Waker;
+use std::marker::PhantomData;
+use std::time::Instant;
+
+/// A thread registered as one of a [`TimerSystem`](crate::TimerSystem)'s
+/// workers ([`TimerSystem::register_worker`](crate::TimerSystem::register_worker)).
+///
+/// An owned handle (it keeps the system's bases alive, not the system: a
+/// dropped system cancels its timers as usual) that an executor can keep in
+/// its per-thread state. Timers this thread arms go to its worker's bases.
+/// It is bound to the thread that registered (not `Send`). Dropping it
+/// unregisters the waker and unbinds the thread.
+pub struct Worker {
+    core: Core,
+    index: usize,
+    previous: Binding,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Worker {
+    pub(crate) fn register(core: Core, index: usize, wake: Waker) -> Worker {
+        let previous = core.bases.enter(index);
+        core.nohz.swap_waker(index, Some(wake));
+        Worker {
+            core,
+            index,
+            previous,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// This worker's index.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Runs every callback of this worker's timers that is due now (precise
+    /// clock); returns how many ran. The kernel's `run_timer_softirq()`.
+    pub fn run_expired(&self) -> usize {
+        let bases = &self.core.bases;
+        let now = bases.ticks.now_precise();
+        self.core.nohz.run_expired(bases, self.index, now).0
+    }
+
+    /// "I am going idle: until when may I sleep?" Returns the tick at which
+    /// this worker's next timer is due, or `None` if it has none, and from
+    /// now until [`idle_exit`](Self::idle_exit) wakes the thread through its
+    /// waker when an earlier timer is armed on its bases. If the tick is not
+    /// in the future, run [`run_expired`](Self::run_expired) instead of
+    /// sleeping. The kernel's `tick_nohz_idle_enter()`.
+    pub fn idle_enter(&self) -> Option<u64> {
+        let next = self.core.nohz.idle_enter(&self.core.bases, self.index);
+        next.earliest()
+    }
+
+    /// [`idle_enter`](Self::idle_enter), as the instant to sleep until
+    /// (monotonic clock; `None` for no timer, or for a manual clock).
+    pub fn idle_enter_until(&self) -> Option<Instant> {
+        let tick = self.idle_enter()?;
+        self.core.bases.ticks.instant_of(tick)
+    }
+
+    /// "I am busy again": arms on this worker's bases stop waking it. The
+    /// kernel's `tick_nohz_idle_exit()`.
+    pub fn idle_exit(&self) {
+        self.core.nohz.idle_exit(&self.core.bases, self.index);
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.idle_exit();
+        self.core.nohz.swap_waker(self.index, None);
+        Bases::leave(self.previous);
+    }
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("index", &self.index)
+            .finish()
+    }
+}

@@ -1,0 +1,14 @@
+//! Time: the clock a timer system counts in, and the expiry argument that
+//! every arming call takes.
+//!
+//! This is the bottom layer with `sync/`: it imports nothing else of the
+//! crate. Ticks are `u64`s of the system's clock (the kernel's jiffies); an
+//! [`Expiry`] says when a timer is due as a tick, a `Duration` from now or
+//! an `Instant`.
+
+mod clock;
+mod expiry;
+
+pub use clock::Clock;
+pub(crate) use clock::TickSource;
+pub use expiry::Expiry;
