@@ -3,33 +3,14 @@
 
 #![cfg(not(loom))]
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use utimer::wheel::MAX_DELTA;
-use utimer::{Clock, TimerError, TimerFlags, TimerSystem};
+use utimer::{Clock, TimerError, TimerSystem};
 
-fn manual(workers: usize) -> (TimerSystem, Clock) {
-    let clock = Clock::manual();
-    (
-        TimerSystem::builder()
-            .workers(workers)
-            .clock(clock.clone())
-            .build(),
-        clock,
-    )
-}
-
-fn counter() -> (
-    Arc<AtomicU64>,
-    impl Fn(&utimer::Timer) + Send + Sync + 'static,
-) {
-    let n = Arc::new(AtomicU64::new(0));
-    let m = n.clone();
-    (n, move |_: &utimer::Timer| {
-        m.fetch_add(1, Ordering::Relaxed);
-    })
-}
+mod common;
+use common::{counter, manual};
 
 #[test]
 fn past_expiry_fires_at_the_next_run() {

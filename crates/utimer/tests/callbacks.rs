@@ -6,7 +6,6 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
 use utimer::{Clock, Timer, TimerFlags, TimerSystem};
 
 #[test]

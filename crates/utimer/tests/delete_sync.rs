@@ -7,20 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
-use utimer::{Clock, Timer, TimerError, TimerFlags, TimerSystem};
+use utimer::{Timer, TimerError, TimerFlags, TimerSystem};
 
-fn manual() -> (Arc<TimerSystem>, Clock) {
-    let clock = Clock::manual();
-    (
-        Arc::new(
-            TimerSystem::builder()
-                .workers(2)
-                .clock(clock.clone())
-                .build(),
-        ),
-        clock,
-    )
-}
+mod common;
+use common::{manual, wait_for};
 
 /// Runs worker 0's expiry on another thread at `now`.
 fn expire_in_background(sys: &Arc<TimerSystem>, now: u64) -> thread::JoinHandle<usize> {
@@ -28,15 +18,9 @@ fn expire_in_background(sys: &Arc<TimerSystem>, now: u64) -> thread::JoinHandle<
     thread::spawn(move || sys.run_expired(0, now).unwrap())
 }
 
-fn wait_for(flag: &AtomicBool) {
-    while !flag.load(SeqCst) {
-        thread::yield_now();
-    }
-}
-
 #[test]
 fn waits_for_a_running_callback() {
-    let (sys, clock) = manual();
+    let (sys, clock) = manual(2);
     let _g = sys.enter(0).unwrap();
     let (started, finished) = (
         Arc::new(AtomicBool::new(false)),
@@ -59,7 +43,7 @@ fn waits_for_a_running_callback() {
 
 #[test]
 fn pending_and_idle_timers() {
-    let (sys, clock) = manual();
+    let (sys, clock) = manual(2);
     let _g = sys.enter(0).unwrap();
     let fired = Arc::new(AtomicU64::new(0));
     let f = fired.clone();
@@ -78,7 +62,7 @@ fn pending_and_idle_timers() {
 
 #[test]
 fn from_its_own_callback_is_an_error_and_changes_nothing() {
-    let (sys, clock) = manual();
+    let (sys, clock) = manual(2);
     let _g = sys.enter(0).unwrap();
     let seen: Arc<Mutex<Vec<Result<bool, TimerError>>>> = Arc::default();
     let s = seen.clone();
@@ -106,7 +90,7 @@ fn from_its_own_callback_is_an_error_and_changes_nothing() {
 
 #[test]
 fn try_delete_sync_reports_a_running_callback() {
-    let (sys, clock) = manual();
+    let (sys, clock) = manual(2);
     let _g = sys.enter(0).unwrap();
     let (started, release) = (
         Arc::new(AtomicBool::new(false)),
@@ -131,7 +115,7 @@ fn try_delete_sync_reports_a_running_callback() {
 
 #[test]
 fn shutdown_refuses_later_arms() {
-    let (sys, _clock) = manual();
+    let (sys, _clock) = manual(2);
     let t = sys.timer(|_| {});
     t.modify(10).unwrap();
     assert!(t.shutdown());
@@ -149,7 +133,7 @@ fn shutdown_refuses_later_arms() {
 
 #[test]
 fn shutdown_sync_stops_a_timer_that_rearms_itself() {
-    let (sys, clock) = manual();
+    let (sys, clock) = manual(2);
     let fired = Arc::new(AtomicU64::new(0));
     let f = fired.clone();
     let t = {
@@ -190,7 +174,7 @@ fn shutdown_sync_stops_a_timer_that_rearms_itself() {
 
 #[test]
 fn callback_never_runs_after_delete_sync_under_contention() {
-    let (sys, clock) = manual();
+    let (sys, clock) = manual(2);
     // Per timer: odd while its callback runs.
     let running: Arc<Vec<AtomicU64>> = Arc::new((0..16).map(|_| AtomicU64::new(0)).collect());
     let timers: Arc<Vec<Timer>> = Arc::new(

@@ -1,10 +1,12 @@
 //! Loom models of the cross-thread timer protocols.
 //!
 //! Run with `ci/loom.sh` (`RUSTFLAGS="--cfg loom" cargo test --release
-//! --test loom`). Under `cfg(loom)` every atomic and the base spinlock come
-//! from loom (see `src/sync`), so these models explore the interleavings of
-//! the real `modify`, `delete`, `lock_timer_base`, migration, expiry and
-//! `Drop` code, not of a copy.
+//! --test loom`). Under `cfg(loom)` every atomic, the base spinlock, the
+//! lock-protected fields (`UnsafeCell`) and the thread-locals come from loom
+//! (see `src/sync`), so these models explore the interleavings of the real
+//! `modify`, `delete`, `lock_timer_base`, migration, expiry and `Drop` code,
+//! not of a copy, and report a lock-protected field touched without its
+//! lock as a data race.
 
 #![cfg(loom)]
 
@@ -12,7 +14,7 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize};
 use loom::thread;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
-use utimer::{Clock, TimerFlags, TimerSystem};
+use utimer::{Clock, TimerSystem};
 
 /// One helper runs every model, bounded so that it finishes in CI.
 fn model(f: impl Fn() + Sync + Send + 'static) {
@@ -104,31 +106,41 @@ fn migrate_vs_delete() {
     });
 }
 
-/// Dropping a timer while its callback runs on another thread: drop returns
-/// only after the callback has finished, and the callback never starts
-/// after drop returned.
+/// Sets its flag when dropped: tells when the timer's memory was freed.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, SeqCst);
+    }
+}
+
+/// Dropping a timer while its callback runs on another thread and re-arms
+/// it: the drop never waits, the timer is never freed while its callback
+/// runs, it is freed exactly once when nothing can reach it any more, and
+/// the re-arm made after the drop is cancelled.
 #[test]
-fn drop_waits_for_callback() {
+fn drop_vs_running_callback_and_rearm() {
     model(|| {
         let (sys, clock) = system(1);
-        let in_callback = Arc::new(AtomicBool::new(false));
-        let dropped = Arc::new(AtomicBool::new(false));
-        let (i, d) = (in_callback.clone(), dropped.clone());
-        let t = sys.timer(move |_| {
-            assert!(!d.load(SeqCst), "callback started after drop returned");
-            i.store(true, SeqCst);
-            i.store(false, SeqCst);
+        let freed = Arc::new(AtomicBool::new(false));
+        let flag = DropFlag(freed.clone());
+        let f = freed.clone();
+        let t = sys.timer(move |me| {
+            let _keep = &flag;
+            assert!(!f.load(SeqCst), "freed while its callback runs");
+            let _ = me.modify(0); // due again at once: fires in the next run
+            assert!(!f.load(SeqCst), "freed while its callback runs");
         });
         t.modify(1).unwrap();
         clock.set(1);
-        let expirer = spawn_expirer(&sys, 1, 1);
+        let expirer = spawn_expirer(&sys, 1, 2);
         drop(t);
-        assert!(
-            !in_callback.load(SeqCst),
-            "drop returned while the callback ran"
-        );
-        dropped.store(true, SeqCst);
         expirer.join().unwrap();
+        assert!(freed.load(SeqCst), "freed once nothing can reach it");
+        let s = sys.stats();
+        assert_eq!(s.pending, 0, "the re-arm after the drop was cancelled");
+        assert_eq!(s.armed, s.fired + s.deleted + s.pending);
     });
 }
 

@@ -1,0 +1,141 @@
+//! Regression tests for defects found by trying utimer as a new user would
+//! (the runtime's two are in `runtime.rs`).
+
+#![cfg(not(loom))]
+
+use std::sync::atomic::Ordering::SeqCst;
+use utimer::wheel::MAX_TICK;
+use utimer::{Clock, TimerSystem};
+
+mod common;
+use common::{counter, manual};
+
+/// `reduce` from a worker whose expiry never ran (its base clock far behind)
+/// used to move the timer to that worker's base, where it landed on a
+/// coarse level and fired later than before.
+#[test]
+fn reduce_never_moves_a_timer_later() {
+    let (sys, clock) = manual(2);
+    clock.set(99_000);
+    sys.run_expired(0, 99_000).unwrap();
+    let (n, f) = counter();
+    let t = sys.timer(f);
+    {
+        let _w0 = sys.enter(0).unwrap();
+        t.modify(100_500).unwrap();
+    }
+    let before = t.fires_at().unwrap();
+    assert_eq!(before, 100_544, "level 2 from clock 99,001");
+    {
+        let _w1 = sys.enter(1).unwrap();
+        assert!(t.reduce(100_001).unwrap());
+    }
+    let after = t.fires_at().unwrap();
+    assert!(after <= before, "reduce moved the timer later: {after} > {before}");
+    assert!((100_001..100_001 + 64).contains(&after), "{after}");
+    // It fires in its window, on the worker it stayed on.
+    for now in 100_000..=after {
+        clock.set(now);
+        sys.run_expired(0, now).unwrap();
+        sys.run_expired(1, now).unwrap();
+    }
+    assert_eq!(n.load(SeqCst), 1);
+}
+
+/// Random reduces, from every worker and none, never make a pending timer's
+/// firing tick later.
+#[test]
+fn reduce_is_monotonic_from_anywhere() {
+    let (sys, clock) = manual(3);
+    let t = sys.timer(|_| {});
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rand = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for round in 0..2_000u64 {
+        let now = round * 37;
+        clock.set(now);
+        let w = (rand() % 4) as usize;
+        if w < 3 && rand() % 3 == 0 {
+            sys.run_expired(w, now).unwrap();
+        }
+        if !t.is_pending() {
+            t.modify(now + rand() % 100_000).unwrap();
+        }
+        let before = t.fires_at().unwrap();
+        let e = now + rand() % 100_000;
+        let _g = (w < 3).then(|| sys.enter(w).unwrap());
+        assert!(t.reduce(e).unwrap());
+        let after = t.fires_at().unwrap();
+        assert!(after <= before, "round {round}: {before} -> {after} (reduce to {e})");
+    }
+}
+
+/// A timer armed on a worker whose expiry has never run, with the clock far
+/// ahead of that worker's base, is placed relative to the present: a
+/// 50-tick timer is exact to the tick (it used to fire 15,758 ticks late).
+#[test]
+fn a_stale_base_clock_does_not_make_timers_late() {
+    let (sys, clock) = manual(2);
+    clock.set(1_000_000);
+    let (n, f) = counter();
+    let t = sys.timer(f);
+    let _w1 = sys.enter(1).unwrap();
+    t.modify(1_000_050).unwrap();
+    assert_eq!(t.fires_at(), Some(1_000_050));
+    assert_eq!(sys.run_expired(1, 1_000_049).unwrap(), 0, "never early");
+    assert_eq!(sys.run_expired(1, 1_000_050).unwrap(), 1);
+    assert_eq!(n.load(SeqCst), 1);
+
+    // The same for a re-arm that the lock-free check would have matched
+    // against the stale clock: pending at 600 (level 2, fires at 640) with
+    // the base clock at 0, then the clock jumps to 580 and the timer is
+    // re-armed 50 ticks ahead. From the present that is level 0: exact.
+    let (sys, clock) = manual(1);
+    let t = sys.timer(|_| {});
+    t.modify(600).unwrap();
+    assert_eq!(t.fires_at(), Some(640));
+    clock.set(580);
+    assert!(t.modify(630).unwrap());
+    assert_eq!(t.fires_at(), Some(630));
+    // And a longer one lands on the level its distance from now needs:
+    // 1000 ticks from 580 is level 2 (64-tick granules), never later.
+    assert!(t.modify(1_580).unwrap());
+    let at = t.fires_at().unwrap();
+    assert!((1_580..1_580 + 64).contains(&at), "{at}");
+}
+
+/// A timer armed just before the last tick used to be placed in a bucket
+/// after it, which the clock never reaches.
+#[test]
+fn a_timer_armed_just_before_the_last_tick_fires() {
+    let (sys, clock) = manual(1);
+    clock.set(MAX_TICK - 100);
+    sys.run_expired(0, MAX_TICK - 100).unwrap();
+    let (n, f) = counter();
+    let t = sys.timer(f);
+    t.modify(MAX_TICK - 2).unwrap();
+    assert!(t.fires_at().unwrap() <= MAX_TICK);
+    let (m, g) = counter();
+    let u = sys.timer(g);
+    u.modify(u64::MAX).unwrap();
+    clock.set(u64::MAX);
+    sys.run_expired(0, sys.now()).unwrap();
+    assert_eq!((n.load(SeqCst), m.load(SeqCst)), (1, 1));
+}
+
+/// `Clock::advance` used to wrap: time went backwards.
+#[test]
+fn the_manual_clock_saturates() {
+    let clock = Clock::manual();
+    let sys = TimerSystem::builder().clock(clock.clone()).build();
+    clock.set(10);
+    assert_eq!(clock.advance(u64::MAX), u64::MAX);
+    assert_eq!(sys.now(), u64::MAX);
+    assert_eq!(clock.advance(1), u64::MAX);
+    clock.set(5);
+    assert_eq!(sys.now(), u64::MAX, "never backwards");
+}
