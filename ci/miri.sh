@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The unsafe core under Miri: timer allocation and freeing, the base lock
-# guard and lock_timer_base, migration, callbacks (including a handle dropped
-# inside its own callback) and shutdown. The wheel has no unsafe code and is
-# tested natively. Installs a nightly toolchain with Miri if needed.
+# The unsafe core under Miri: timer allocation and freeing (entry/, timer/),
+# the base lock guard and lock_timer_base, migration, callbacks (a handle
+# dropped inside its own callback, and while its callback runs elsewhere:
+# the deferred free), the state word, and shutdown. The wheel has no unsafe
+# code and is tested natively. Installs a nightly toolchain with Miri if
+# needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^miri'; then
@@ -13,5 +15,6 @@ cargo +nightly miri setup
 # Miri is ~1000x slower than native code.
 MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}" PROPTEST_CASES=4 CARGO_TARGET_DIR=target/miri \
   cargo +nightly miri test -p utimer --lib --test callbacks --test bad_input --test model --test delete_sync \
-  -- timer:: base:: clock:: callback rearm drop delete past huge outliving misuse panicking timers_match_model \
-  waits pending from_its try_ shutdown
+  --test defects \
+  -- timer:: base:: entry:: clock:: callback rearm drop delete past huge outliving misuse panicking \
+  timers_match_model waits pending from_its try_ shutdown reduce_never stale just_before_the_last_tick saturates

@@ -11,7 +11,7 @@
 //! | [`BaseKind::Global`] | movable timers: may be expired by another worker when this one idles (pull model) | `BASE_GLOBAL` |
 //! | [`BaseKind::Deferrable`] | deferrable timers: never wake an idle worker | `BASE_DEF` |
 //!
-//! The bases of all workers live in one table ([`Bases`], `table.rs`), which
+//! The bases of all workers live in one table (`Bases`, `table.rs`), which
 //! also owns the clock, the thread-to-worker binding and the hooks through
 //! which this layer calls up without importing upward: whom to wake when a
 //! timer lands on an idle base, what to run while a worker's thread blocks,
@@ -20,10 +20,10 @@
 //! # Ground rules: who may touch what
 //!
 //! * The wheel, the statistics, `dead`, `expiring` and `waiters` are only
-//!   touched with the base's lock held, through a [`BaseGuard`].
+//!   touched with the base's lock held, through a `BaseGuard`.
 //! * A timer's state word, base link and wheel key are written only by a
 //!   thread holding the lock of the base named in the timer's base link;
-//!   the guard's [`Locked`] proof is what the timer's setters take. Anyone
+//!   the guard's `Locked` proof is what the timer's setters take. Anyone
 //!   may read the state word and the base link at any time.
 //! * `clk` mirrors the wheel clock: written under the lock, read by anyone
 //!   (only for the lock-free same-bucket check in `modify`).
@@ -66,7 +66,7 @@
 //! level's granule). Level 0 is exact whatever the clock, but before placing
 //! a timer on a coarser level the base reads the system clock and brings
 //! its own forward (the kernel's `forward_timer_base()`; see
-//! [`BaseGuard::add_timer`]).
+//! `BaseGuard::add_timer`).
 
 mod expire;
 mod stats;
@@ -206,10 +206,16 @@ impl Base {
         self.index as usize / KINDS
     }
 
-    /// The address that timers on this base store in their base link.
+    /// Which of its worker's bases this is.
+    #[inline]
+    pub(crate) fn kind(&self) -> BaseKind {
+        BaseKind::ALL[self.index as usize % KINDS]
+    }
+
+    /// The pointer that timers on this base store in their base link.
     #[inline(always)]
-    pub(crate) fn addr(&self) -> usize {
-        self as *const Base as usize
+    pub(crate) fn erased(&self) -> *mut () {
+        self as *const Base as *mut ()
     }
 
     /// Takes the base lock.
@@ -271,14 +277,15 @@ impl Base {
     }
 }
 
-/// The base a timer's base link names (the `MIGRATING` tag ignored).
+/// The base named by `word`, a value of `timer`'s base link (the
+/// `MIGRATING` tag ignored). The borrow of `timer` bounds the result's
+/// lifetime: the timer keeps its base's table alive.
 #[inline(always)]
-pub(crate) fn base_of(timer: &RawTimer, word: usize) -> &Base {
-    // SAFETY: a base link always holds the address of a base (tag aside),
-    // set at creation and by `set_base` under the lock; bases live as long
+pub(crate) fn base_of(_timer: &RawTimer, word: *mut ()) -> &Base {
+    // SAFETY: a base link only ever holds the address of a base, tag aside
+    // (`RawTimer::new` and `set_base_word` demand it); bases live as long
     // as their table, which the timer keeps alive (entry/ lifetime rules).
-    let _ = timer;
-    unsafe { &*((word & !MIGRATING) as *const Base) }
+    unsafe { &*word.map_addr(|a| a & !MIGRATING).cast::<Base>() }
 }
 
 /// The base the timer is on (or, while migrating, was on).
@@ -316,15 +323,8 @@ impl Drop for BaseGuard<'_> {
     fn drop(&mut self) {
         self.base.lock.unlock();
         if let Some(expiry) = self.wake {
-            let kind = match self.base.index as usize % KINDS {
-                0 => BaseKind::Local,
-                1 => BaseKind::Global,
-                _ => BaseKind::Deferrable,
-            };
-            self.base
-                .table()
-                .hooks()
-                .timer_on_idle(self.base.worker(), kind, expiry);
+            let (worker, kind) = (self.base.worker(), self.base.kind());
+            self.base.table().hooks().timer_on_idle(worker, kind, expiry);
         }
     }
 }
@@ -413,14 +413,15 @@ impl<'a> BaseGuard<'a> {
     /// lands it there. Returns the guard of `to`.
     pub(crate) fn migrate(self, t: TimerRef<'_>, to: &'a Base) -> BaseGuard<'a> {
         let locked = self.locked();
-        // SAFETY: the word is this base's address, tagged.
-        unsafe { t.get().set_base_word(self.base.addr() | MIGRATING, &locked) };
+        let tagged = self.base.erased().map_addr(|a| a | MIGRATING);
+        // SAFETY: the word is this base's pointer, tagged.
+        unsafe { t.get().set_base_word(tagged, &locked) };
         drop(self);
         let mut guard = to.lock();
         let locked = guard.locked();
-        // SAFETY: the word is `to`'s address; between the two locks the
+        // SAFETY: the word is `to`'s pointer; between the two locks the
         // timer was on no base, and MIGRATING kept everyone else away.
-        unsafe { t.get().set_base_word(to.addr(), &locked) };
+        unsafe { t.get().set_base_word(to.erased(), &locked) };
         guard.stats.migrated += 1;
         guard
     }
@@ -438,7 +439,7 @@ impl<'a> BaseGuard<'a> {
 pub(crate) fn lock_timer_base(timer: &RawTimer) -> BaseGuard<'_> {
     let mut word = timer.base_word(Acquire);
     loop {
-        if word & MIGRATING == 0 {
+        if word.addr() & MIGRATING == 0 {
             let guard = base_of(timer, word).lock();
             // Still on that base? The link only changes under the base lock
             // (or between the two locks of a migration, with MIGRATING set).

@@ -39,7 +39,7 @@ mod state;
 
 pub(crate) use state::{TimerState, Word};
 
-use crate::sync::{AtomicU32, AtomicUsize, UnsafeCell};
+use crate::sync::{AtomicPtr, AtomicU32, UnsafeCell};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -87,9 +87,9 @@ pub(crate) struct VTable {
 pub(crate) struct RawTimer {
     /// See `state.rs`.
     pub(crate) state: TimerState,
-    /// The address of the timer's base, with `MIGRATING` in bit 0. The
-    /// base layer turns it into a reference (`base::base_of`).
-    base: AtomicUsize,
+    /// The timer's base, type-erased, with `MIGRATING` in bit 0 of the
+    /// address. The base layer turns it into a reference (`base::base_of`).
+    base: AtomicPtr<()>,
     /// `PINNED`, `DEFERRABLE`, `SHUTDOWN`, `DROPPED`.
     flags: AtomicU32,
     /// The timer's slot in its base's wheel. Protected by the base lock;
@@ -107,42 +107,42 @@ unsafe impl Sync for RawTimer {}
 unsafe impl Send for RawTimer {}
 
 impl RawTimer {
-    /// A header for a new timer: idle, on the base at address `base`.
+    /// A header for a new timer: idle, on the base `base`.
     ///
     /// # Safety
-    /// `base` is the address of a base (`Base::addr`) that outlives the
-    /// timer: the base layer turns the link back into a reference.
-    pub(crate) unsafe fn new(base: usize, flags: u32, vtable: &'static VTable) -> Self {
-        debug_assert_eq!(base & MIGRATING, 0);
+    /// `base` points to a base (`Base::erased`) that outlives the timer: the
+    /// base layer turns the link back into a reference.
+    pub(crate) unsafe fn new(base: *mut (), flags: u32, vtable: &'static VTable) -> Self {
+        debug_assert_eq!(base.addr() & MIGRATING, 0);
         RawTimer {
             state: TimerState::new(),
-            base: AtomicUsize::new(base),
+            base: AtomicPtr::new(base),
             flags: AtomicU32::new(flags),
             key: UnsafeCell::new(0),
             vtable,
         }
     }
 
-    /// The `base` word: an address, with `MIGRATING` in bit 0.
+    /// The base link: a pointer, with `MIGRATING` in bit 0.
     #[inline(always)]
-    pub(crate) fn base_word(&self, order: std::sync::atomic::Ordering) -> usize {
+    pub(crate) fn base_word(&self, order: std::sync::atomic::Ordering) -> *mut () {
         self.base.load(order)
     }
 
     /// The `base` word, read in a loop waiting for another thread to
     /// change it (see `sync::load_for_spin`).
     #[inline]
-    pub(crate) fn base_word_for_spin(&self) -> usize {
+    pub(crate) fn base_word_for_spin(&self) -> *mut () {
         crate::sync::load_for_spin(&self.base)
     }
 
-    /// Moves the timer to the base at `word` (possibly tagged `MIGRATING`).
+    /// Moves the timer to the base `word` (possibly tagged `MIGRATING`).
     ///
     /// # Safety
-    /// `word` is the address of a base (see [`RawTimer::new`]), tagged or
-    /// not, and the caller holds the lock of the base the timer is on.
+    /// `word` points to a base (see [`RawTimer::new`]), tagged or not, and
+    /// the caller holds the lock of the base the timer is on.
     #[inline(always)]
-    pub(crate) unsafe fn set_base_word(&self, word: usize, _: &Locked<'_>) {
+    pub(crate) unsafe fn set_base_word(&self, word: *mut (), _: &Locked<'_>) {
         self.base.store(word, Release);
     }
 

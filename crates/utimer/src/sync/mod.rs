@@ -67,12 +67,12 @@ macro_rules! shim_thread_local {
 pub(crate) use shim_thread_local as thread_local;
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64};
 #[cfg(not(loom))]
 pub(crate) use std::thread::yield_now;
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64};
 #[cfg(loom)]
 pub(crate) use loom::thread::yield_now;
 
@@ -89,12 +89,12 @@ pub(crate) fn spin_hint() {
 /// A plain acquire load; under loom a read-modify-write, which always sees
 /// the latest value (see `SpinLock::lock_contended`).
 #[inline]
-pub(crate) fn load_for_spin(a: &AtomicUsize) -> usize {
+pub(crate) fn load_for_spin<T>(a: &AtomicPtr<T>) -> *mut T {
     use std::sync::atomic::Ordering::Acquire;
     #[cfg(not(loom))]
     return a.load(Acquire);
     #[cfg(loom)]
-    return a.fetch_add(0, Acquire);
+    return a.fetch_update(Acquire, Acquire, Some).unwrap();
 }
 
 /// Asks the CPU to bring `*p` into the cache (a hint: no effect on

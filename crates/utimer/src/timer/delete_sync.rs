@@ -77,6 +77,7 @@ use crate::entry::{TimerRef, SHUTDOWN};
 use crate::sync::{futex, spin_hint};
 use crate::TimerError;
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
+use std::time::Instant;
 
 /// Spins this many times before sleeping on the futex.
 const SPINS_BEFORE_SLEEP: u32 = 200;
@@ -139,10 +140,15 @@ fn wait_for_callback(base: &Base, seq: u32) {
         }
         return;
     };
-    // A worker's thread: keep its own timers running (module docs).
-    let slice = table.ticks.tick();
+    // A worker's thread: keep its own timers running (module docs), waking
+    // at the latest a tick later, or when its next timer is due if sooner.
+    let ticks = &table.ticks;
     while base.callback_seq.load(Acquire) == seq {
-        table.hooks().run_blocked(table, worker);
+        let next = table.hooks().run_blocked(table, worker);
+        let until_next = next.and_then(|tick| ticks.instant_of(tick));
+        let slice = until_next.map_or(ticks.tick(), |at| {
+            ticks.tick().min(at.saturating_duration_since(Instant::now()))
+        });
         futex::wait_timeout(&base.callback_seq, seq, Some(slice));
     }
 }

@@ -137,7 +137,7 @@ impl Timer {
         let base = bases.base_for(worker, flags.0);
         // SAFETY: `base` lives in `bases`, which the timer keeps alive with
         // the count taken just below (given back by `base::free_timer`).
-        let raw = unsafe { RawTimer::new(base.addr(), flags.0, &<F as HasVTable>::VTABLE) };
+        let raw = unsafe { RawTimer::new(base.erased(), flags.0, &<F as HasVTable>::VTABLE) };
         bases.retain_for_timer();
         let cell = Box::new(TimerCell { raw, f });
         Timer {
