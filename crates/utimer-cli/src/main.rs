@@ -3,20 +3,22 @@
 //! Today it has one subcommand, `bench`, which measures utimer side by side
 //! with the timer facilities people use instead (tokio's timer, tokio-util's
 //! `DelayQueue`, a binary heap, a `BTreeMap`, POSIX timers and `timerfd`).
-//! See [`mod@bench`] for the methodology.
+//! The cases, the peers and the methodology live in the `utimer-bench`
+//! library crate, which the Criterion benches use too; this is the front
+//! end.
 //!
 //! Argument parsing is done by hand: the surface is four flags, and a parser
 //! dependency would cost more build time than it saves. Usage errors print a
 //! message and the usage text to stderr and exit with status 2.
 
-mod alloc;
-mod bench;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
+use utimer_bench as bench;
 
+/// The memory case counts the measuring thread's allocations; only a
+/// binary can install a global allocator.
 #[global_allocator]
-static GLOBAL: alloc::Counting = alloc::Counting;
+static GLOBAL: bench::alloc::Counting = bench::alloc::Counting;
 
 const USAGE: &str = "\
 utimer: kernel-grade timers for user space (command line tool)

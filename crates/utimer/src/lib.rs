@@ -57,9 +57,7 @@ pub use base::{BaseKind, BaseStats};
 pub use error::TimerError;
 #[cfg(not(loom))]
 pub use runtime::Runtime;
-pub use system::{
-    Builder, EnterGuard, Interrupter, SleepOutcome, Sleeper, TimerSystem, Worker,
-};
+pub use system::{Builder, EnterGuard, Interrupter, SleepOutcome, Sleeper, TimerSystem, Worker};
 pub use time::{Clock, Expiry};
 pub use timer::{Timer, TimerFlags};
 

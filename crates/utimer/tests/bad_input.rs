@@ -87,9 +87,7 @@ fn errors_for_misuse() {
 #[test]
 fn panicking_callback_does_not_poison_the_base() {
     let (sys, clock) = manual(1);
-    let bad = sys.timer(|_| {
-        panic!("callback failure (expected by this test)")
-    });
+    let bad = sys.timer(|_| panic!("callback failure (expected by this test)"));
     let (n, f) = counter();
     let good = sys.timer(f);
     bad.modify(5).unwrap();
@@ -124,9 +122,7 @@ fn the_panic_hook_is_told_and_may_panic_itself() {
             panic!("the hook fails too (expected by this test)");
         })
         .build();
-    let bad = sys.timer(|_| {
-        panic!("boom (expected by this test)")
-    });
+    let bad = sys.timer(|_| panic!("boom (expected by this test)"));
     let (n, f) = counter();
     let good = sys.timer(f);
     bad.modify(2).unwrap();

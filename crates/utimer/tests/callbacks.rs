@@ -134,14 +134,24 @@ fn drop_never_blocks_and_frees_after_the_callback() {
     // The callback is blocked until released: a drop that waited for it
     // would never return.
     drop(t);
-    assert!(!freed.load(Ordering::SeqCst), "freed while its callback runs");
+    assert!(
+        !freed.load(Ordering::SeqCst),
+        "freed while its callback runs"
+    );
     release.store(true, Ordering::SeqCst);
     assert_eq!(runner.join().unwrap(), 1);
-    assert!(freed.load(Ordering::SeqCst), "freed once the callback returned");
+    assert!(
+        freed.load(Ordering::SeqCst),
+        "freed once the callback returned"
+    );
     let s = sys.stats();
     assert_eq!((s.fired, s.pending), (1, 0));
     assert_eq!(s.armed, s.fired + s.deleted);
-    assert_eq!(sys.run_expired(0, 5).unwrap(), 0, "the re-arm was cancelled");
+    assert_eq!(
+        sys.run_expired(0, 5).unwrap(),
+        0,
+        "the re-arm was cancelled"
+    );
 }
 
 #[test]
@@ -154,9 +164,7 @@ fn delete_cancels_a_due_timer_not_yet_run() {
         .build();
     let victim_ran = Arc::new(AtomicBool::new(false));
     let v = victim_ran.clone();
-    let victim = Arc::new(sys.timer(move |_| {
-        v.store(true, Ordering::SeqCst)
-    }));
+    let victim = Arc::new(sys.timer(move |_| v.store(true, Ordering::SeqCst)));
     let vv = victim.clone();
     let killer = sys.timer(move |_| {
         vv.delete();

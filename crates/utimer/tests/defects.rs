@@ -31,7 +31,10 @@ fn reduce_never_moves_a_timer_later() {
         assert!(t.reduce(100_001).unwrap());
     }
     let after = t.fires_at().unwrap();
-    assert!(after <= before, "reduce moved the timer later: {after} > {before}");
+    assert!(
+        after <= before,
+        "reduce moved the timer later: {after} > {before}"
+    );
     assert!((100_001..100_001 + 64).contains(&after), "{after}");
     // It fires in its window, on the worker it stayed on.
     for now in 100_000..=after {
@@ -70,7 +73,10 @@ fn reduce_is_monotonic_from_anywhere() {
         let _g = (w < 3).then(|| sys.enter(w).unwrap());
         assert!(t.reduce(e).unwrap());
         let after = t.fires_at().unwrap();
-        assert!(after <= before, "round {round}: {before} -> {after} (reduce to {e})");
+        assert!(
+            after <= before,
+            "round {round}: {before} -> {after} (reduce to {e})"
+        );
     }
 }
 

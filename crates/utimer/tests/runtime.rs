@@ -20,9 +20,9 @@ fn timers_armed_from_outside_fire_never_early() {
     let mut timers = Vec::new();
     for ms in [1u64, 5, 20, 60, 150] {
         let tx = tx.clone();
-        let t = rt.system().timer(move |_| {
-            tx.send((ms, Instant::now())).unwrap()
-        });
+        let t = rt
+            .system()
+            .timer(move |_| tx.send((ms, Instant::now())).unwrap());
         let armed = Instant::now();
         t.modify(Duration::from_millis(ms)).unwrap();
         timers.push((ms, armed, t));
@@ -45,9 +45,7 @@ fn an_idle_worker_wakes_for_a_newly_armed_earlier_timer() {
     far.modify(Duration::from_secs(60)).unwrap();
     thread::sleep(Duration::from_millis(30)); // the worker sleeps for a minute
     let (tx, rx) = mpsc::channel();
-    let near = rt.system().timer(move |_| {
-        tx.send(Instant::now()).unwrap()
-    });
+    let near = rt.system().timer(move |_| tx.send(Instant::now()).unwrap());
     let armed = Instant::now();
     near.modify(Duration::from_millis(20)).unwrap();
     let at = rx
@@ -122,9 +120,9 @@ fn shutdown_lets_a_running_callback_finish() {
         thread::yield_now();
     }
     assert!(started.load(SeqCst));
-    let pending = rt.system().timer(|_| {
-        unreachable!("pending timers never run after shutdown")
-    });
+    let pending = rt
+        .system()
+        .timer(|_| unreachable!("pending timers never run after shutdown"));
     pending.modify(Duration::from_millis(200)).unwrap();
     rt.shutdown();
     assert!(
@@ -226,9 +224,9 @@ fn a_sleeping_worker_keeps_running_its_timers() {
     // the arm wakes its sleep loop, and the timer fires long before the
     // job's sleep ends.
     let (fired_tx, fired_rx) = mpsc::channel();
-    let t = rt
-        .system()
-        .timer_with_flags(TimerFlags::PINNED, move |_| fired_tx.send(Instant::now()).unwrap());
+    let t = rt.system().timer_with_flags(TimerFlags::PINNED, move |_| {
+        fired_tx.send(Instant::now()).unwrap()
+    });
     let armed = Instant::now();
     t.add_on(0, Duration::from_millis(5)).unwrap();
     let at = fired_rx.recv_timeout(LOOSE).expect("the timer fired");
@@ -308,14 +306,12 @@ fn a_panicking_timer_callback_leaves_the_worker_running() {
         },
     ))
     .unwrap();
-    let bad = rt.system().timer(|_| {
-        panic!("callback failure (expected by this test)")
-    });
+    let bad = rt
+        .system()
+        .timer(|_| panic!("callback failure (expected by this test)"));
     bad.modify(Duration::from_millis(1)).unwrap();
     let (tx, rx) = mpsc::channel();
-    let good = rt
-        .system()
-        .timer(move |_| tx.send(()).unwrap());
+    let good = rt.system().timer(move |_| tx.send(()).unwrap());
     good.modify(Duration::from_millis(20)).unwrap();
     rx.recv_timeout(LOOSE)
         .expect("the worker goes on after a panic");

@@ -324,7 +324,10 @@ impl Drop for BaseGuard<'_> {
         self.base.lock.unlock();
         if let Some(expiry) = self.wake {
             let (worker, kind) = (self.base.worker(), self.base.kind());
-            self.base.table().hooks().timer_on_idle(worker, kind, expiry);
+            self.base
+                .table()
+                .hooks()
+                .timer_on_idle(worker, kind, expiry);
         }
     }
 }

@@ -201,6 +201,9 @@ mod tests {
         s.mark_running(&locked);
         s.queue(7, 7, &locked); // re-armed by its callback
         s.finish_running(&locked);
-        assert!(s.load(Relaxed).is_pending(), "a re-arm survives the end of the callback");
+        assert!(
+            s.load(Relaxed).is_pending(),
+            "a re-arm survives the end of the callback"
+        );
     }
 }

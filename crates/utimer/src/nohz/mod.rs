@@ -177,7 +177,12 @@ impl Nohz {
 
     /// Runs everything of `worker` due at or before `now`, over every
     /// source. The kernel's `run_timer_softirq()`.
-    pub(crate) fn run_expired(&self, bases: &Bases, worker: usize, now: u64) -> (usize, NextEvents) {
+    pub(crate) fn run_expired(
+        &self,
+        bases: &Bases,
+        worker: usize,
+        now: u64,
+    ) -> (usize, NextEvents) {
         let mut ran = 0;
         let mut next = NextEvents::default();
         for s in &self.sources(bases) {

@@ -19,10 +19,10 @@ mod spinlock;
 
 pub(crate) use spinlock::SpinLock;
 
-#[cfg(not(loom))]
-pub(crate) use std::sync::Mutex;
 #[cfg(loom)]
 pub(crate) use loom::sync::Mutex;
+#[cfg(not(loom))]
+pub(crate) use std::sync::Mutex;
 
 /// `std::cell::UnsafeCell` with loom's closure-based interface, so that
 /// the same code compiles under both. Under loom, each access is checked

@@ -171,9 +171,14 @@ impl Sleeper {
             let timeout = match nohz.idle_enter(bases, worker).earliest() {
                 Some(tick) if tick <= bases.ticks.now_precise() => Some(Duration::ZERO),
                 // A manual clock has no instant: look again after a tick.
-                Some(tick) => Some(bases.ticks.instant_of(tick).map_or(bases.ticks.tick(), |at| {
-                    at.saturating_duration_since(Instant::now())
-                })),
+                Some(tick) => Some(
+                    bases
+                        .ticks
+                        .instant_of(tick)
+                        .map_or(bases.ticks.tick(), |at| {
+                            at.saturating_duration_since(Instant::now())
+                        }),
+                ),
                 None => None,
             };
             if timeout != Some(Duration::ZERO) {

@@ -147,7 +147,9 @@ fn wait_for_callback(base: &Base, seq: u32) {
         let next = table.hooks().run_blocked(table, worker);
         let until_next = next.and_then(|tick| ticks.instant_of(tick));
         let slice = until_next.map_or(ticks.tick(), |at| {
-            ticks.tick().min(at.saturating_duration_since(Instant::now()))
+            ticks
+                .tick()
+                .min(at.saturating_duration_since(Instant::now()))
         });
         futex::wait_timeout(&base.callback_seq, seq, Some(slice));
     }

@@ -179,7 +179,10 @@ mod tests {
     fn buckets_never_pass_the_last_tick() {
         for clk in [MAX_TICK - 100, MAX_TICK - 70_000, MAX_TICK - MAX_DELTA] {
             let step = if cfg!(miri) { 9_999_991 } else { 997 };
-            for e in (clk..=MAX_TICK).step_by(step).chain([MAX_TICK - 2, MAX_TICK]) {
+            for e in (clk..=MAX_TICK)
+                .step_by(step)
+                .chain([MAX_TICK - 2, MAX_TICK])
+            {
                 let p = calc_position(clamp_expiry(e, clk), clk);
                 assert!(p.expiry <= MAX_TICK, "{clk} {e} {p:?}");
             }

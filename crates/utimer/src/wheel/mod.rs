@@ -307,7 +307,11 @@ impl<T, G: Generation> Wheel<T, G> {
             return;
         }
         let next = self.next_bucket_expiry();
-        self.clk = if next > now { now + 1 } else { next.max(self.clk) };
+        self.clk = if next > now {
+            now + 1
+        } else {
+            next.max(self.clk)
+        };
     }
 
     /// Removes and returns one entry that is due at `now`, or `None` when

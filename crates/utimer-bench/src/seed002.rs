@@ -21,7 +21,7 @@
 //! | Recalc  | -     | <0.01% | -     | <0.001% |
 //!
 //! Here the real `TimerSystem` is built twice, with
-//! `ModifyCheck::ExpiryUnchanged` (before) and `ModifyCheck::SameBucket`
+//! `Timer::modify_before_seed002` (before) and `Timer::modify`
 //! (after), on a manual clock that advances one tick at a time; after each
 //! tick `run_expired` fires whatever became due, so the base clock moves as
 //! in a live system. Both runs replay the same deterministic workload
@@ -50,7 +50,7 @@
 
 use std::time::Instant;
 
-use utimer::{BaseStats, ModifyCheck, Timer};
+use utimer::{BaseStats, Timer};
 
 use super::peers::utimer::{empty_timer, UtimerPeer};
 use super::{Record, Runner, XorShift};
@@ -144,8 +144,17 @@ fn pick(conns: usize, rng: &mut XorShift) -> usize {
     ((rng.below(n) * rng.below(n) / n) * rng.below(n) / n) as usize
 }
 
-fn run_workload(w: &Workload, check: ModifyCheck) -> Counts {
-    let peer = UtimerPeer::with(1, check, true);
+/// Which lock-free check `modify` makes: seed 002's "before" (only an
+/// unchanged expiry skips the lock; `Timer::modify_before_seed002`, a
+/// `bench-internals` variant) or utimer's same-bucket check (`modify`).
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Check {
+    ExpiryUnchanged,
+    SameBucket,
+}
+
+fn run_workload(w: &Workload, check: Check) -> Counts {
+    let peer = UtimerPeer::with(1, true);
     let sys = &*peer.sys;
     let _worker = sys.enter(0).expect("worker 0 exists");
     let timers: Vec<Timer> = (0..w.conns).map(|_| empty_timer(sys)).collect();
@@ -168,7 +177,11 @@ fn run_workload(w: &Workload, check: ModifyCheck) -> Counts {
                 c.rearms += 1;
                 c.exact += (t.expires() == e) as u64;
             }
-            t.modify(e).expect("system alive");
+            match check {
+                Check::SameBucket => t.modify(e),
+                Check::ExpiryUnchanged => t.modify_before_seed002(e),
+            }
+            .expect("system alive");
             c.modifies += 1;
         }
         let now = peer.clock.advance(1);
@@ -292,7 +305,7 @@ pub fn run(r: &mut Runner) {
     r.enter_group(
         GROUP,
         "Linux 2016 same-bucket mod_timer() patch, replayed on TimerSystem:\n\
-         before = ModifyCheck::ExpiryUnchanged, after = ModifyCheck::SameBucket;\n\
+         before = Check::ExpiryUnchanged, after = Check::SameBucket;\n\
          shares of re-arms of pending timers; (seed) = the patch's reported numbers",
     );
     r.note(
@@ -315,8 +328,8 @@ pub fn run(r: &mut Runner) {
                 w.conns, w.per_tick, w.ticks
             )
         };
-        let before = run_workload(&w, ModifyCheck::ExpiryUnchanged);
-        let after = run_workload(&w, ModifyCheck::SameBucket);
+        let before = run_workload(&w, Check::ExpiryUnchanged);
+        let after = run_workload(&w, Check::SameBucket);
         print_table(&w, &before, &after);
         let recs = records(r, &w, &before, &after);
         r.push_records(recs);
@@ -338,8 +351,8 @@ mod tests {
             describe: String::new(),
             reference: [["", "", ""], ["", "", ""]],
         };
-        let before = run_workload(&w, ModifyCheck::ExpiryUnchanged);
-        let after = run_workload(&w, ModifyCheck::SameBucket);
+        let before = run_workload(&w, Check::ExpiryUnchanged);
+        let after = run_workload(&w, Check::SameBucket);
         assert_eq!(before.rearms, after.rearms);
         assert!(after.matched() > before.matched());
         assert_eq!(before.stats.recalced, 0);

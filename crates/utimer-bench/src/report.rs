@@ -257,7 +257,7 @@ pub fn write_json(path: &Path, records: &[Record]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::Sample;
+    use crate::Sample;
     use std::time::Duration;
 
     #[test]

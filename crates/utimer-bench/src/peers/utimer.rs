@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use super::START_TICK;
-use utimer::{Clock, ModifyCheck, Timer, TimerFlags, TimerSystem};
+use utimer::{Clock, Timer, TimerFlags, TimerSystem};
 
 /// The peer; `PINNED` creates `TimerFlags::PINNED` timers, which live in
 /// the worker's *local* base (the kernel's `BASE_LOCAL`) instead of its
@@ -29,14 +29,14 @@ pub type UtimerPeer = UtimerPeerT<false>;
 pub type PinnedUtimerPeer = UtimerPeerT<true>;
 
 impl<const PINNED: bool> UtimerPeerT<PINNED> {
-    /// A system with `workers` workers on a manual clock at [`START_TICK`].
-    pub fn with(workers: usize, check: ModifyCheck, stats: bool) -> Self {
+    /// A system with `workers` workers on a manual clock at [`START_TICK`],
+    /// counting lock-free re-arms if `stats`.
+    pub fn with(workers: usize, stats: bool) -> Self {
         let clock = Clock::manual();
         clock.set(START_TICK);
         let sys = TimerSystem::builder()
             .workers(workers)
             .clock(clock.clone())
-            .modify_check(check)
             .stats(stats)
             .build();
         UtimerPeerT {
@@ -48,7 +48,7 @@ impl<const PINNED: bool> UtimerPeerT<PINNED> {
 
 /// A timer with an empty callback.
 pub fn empty_timer(sys: &TimerSystem) -> Timer {
-    sys.timer(TimerFlags::empty(), |_t: &Timer| {})
+    sys.timer(|_t: &Timer| {})
 }
 
 impl<const PINNED: bool> super::TimerPeer for UtimerPeerT<PINNED> {
@@ -56,7 +56,7 @@ impl<const PINNED: bool> super::TimerPeer for UtimerPeerT<PINNED> {
     const NAME: &'static str = if PINNED { "utimer (pinned)" } else { "utimer" };
 
     fn new() -> Result<Self, String> {
-        Ok(Self::with(1, ModifyCheck::SameBucket, false))
+        Ok(Self::with(1, false))
     }
 
     fn with_ctx<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
@@ -71,7 +71,9 @@ impl<const PINNED: bool> super::TimerPeer for UtimerPeerT<PINNED> {
 
     fn handle(&mut self) -> Result<Timer, String> {
         if PINNED {
-            Ok(self.sys.timer(TimerFlags::PINNED, |_t: &Timer| {}))
+            Ok(self
+                .sys
+                .timer_with_flags(TimerFlags::PINNED, |_t: &Timer| {}))
         } else {
             Ok(empty_timer(&self.sys))
         }

@@ -1,4 +1,9 @@
-//! The benchmark runner behind `utimer bench`.
+//! utimer's benchmark suite: the runner, the cases and the peers behind
+//! `utimer bench` (crates/utimer-cli) and the Criterion benches
+//! (`benches/timers.rs`).
+//!
+//! The memory case reads the counting allocator in [`alloc`]; a binary that
+//! runs it installs [`alloc::Counting`] as its `#[global_allocator]`.
 //!
 //! # Method
 //!
@@ -32,8 +37,15 @@
 //! cannot hoist or delete the work. Nothing is pinned to a CPU: the numbers
 //! are what an unpinned program sees.
 
+pub mod alloc;
+
+/// The library's own tests measure memory too.
+#[cfg(test)]
+#[global_allocator]
+static GLOBAL: alloc::Counting = alloc::Counting;
+
 mod cases;
-mod peers;
+pub mod peers;
 mod report;
 mod threads;
 

@@ -114,7 +114,7 @@ where
 
 fn utimer(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
     Contender::fixed("utimer", move || {
-        let peer = UtimerPeer::with(2, utimer::ModifyCheck::SameBucket, false);
+        let peer = UtimerPeer::with(2, false);
         Ok(move || {
             let sys = &*peer.sys;
             run_threads(threads, ops, &log, |i, barrier| {

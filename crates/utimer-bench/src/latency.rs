@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use utimer::{Runtime, TimerFlags};
+use utimer::Runtime;
 
 use super::{Record, Runner};
 
@@ -51,11 +51,11 @@ fn utimer_run(rt: &Runtime, deadlines: &[Instant]) -> Vec<Option<Instant>> {
         .enumerate()
         .map(|(i, d)| {
             let f = fired.clone();
-            let t = rt.system().timer(TimerFlags::empty(), move |_| {
+            let t = rt.system().timer(move |_| {
                 let now = Instant::now();
                 f.lock().unwrap()[i] = Some(now);
             });
-            t.modify_at(*d).expect("arm");
+            t.modify(*d).expect("arm");
             t
         })
         .collect();
@@ -192,9 +192,8 @@ pub fn run(r: &mut Runner) {
         let timers: Vec<_> = (0..2)
             .filter(|_| far)
             .map(|w| {
-                let t = rt.system().timer(TimerFlags::empty(), |_| {});
-                t.add_on(w, rt.system().deadline_after(Duration::from_secs(3600)))
-                    .expect("arm");
+                let t = rt.system().timer(|_| {});
+                t.add_on(w, Duration::from_secs(3600)).expect("arm");
                 t
             })
             .collect();

@@ -126,7 +126,7 @@ impl HeapTimers {
 
     /// Number of pending timers.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.live
     }
 

@@ -25,7 +25,7 @@
 
 use std::hint::black_box;
 
-use utimer::{Clock, Timer, TimerFlags, TimerSystem};
+use utimer::{Clock, Timer, TimerSystem};
 
 use super::{Record, Runner};
 
@@ -128,7 +128,7 @@ pub fn run(r: &mut Runner) {
             .clock(Clock::manual())
             .build();
         let _g = sys.enter(0).expect("worker 0");
-        let t = sys.timer(TimerFlags::empty(), |_| {});
+        let t = sys.timer(|_| {});
         let calls_here = if cold { calls / 4 } else { calls };
         let mut records = Vec::new();
         for v in [Variant::LastBase, Variant::ScanAll, Variant::Delete] {

@@ -4,7 +4,7 @@
 //! by side, seed 002, memory, threads); these benches cover the same core
 //! cases with Criterion's statistics, for regression tracking with
 //! `cargo bench -p utimer-cli` and its saved baselines. They use the very
-//! same peer implementations (`src/bench/peers/`, included by path), so a
+//! same peer implementations (`utimer_bench::peers`), so a
 //! row here and a row there measure identical code.
 //!
 //! Groups: `arm_cancel` (empty queue), `arm_cancel_100k` (100K pending),
@@ -18,20 +18,14 @@ use std::time::{Duration, Instant};
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 
-// Not every peer method is used here, and the peers' unit tests (compiled
-// in, but not run, under a harness-less bench) leave their imports unused.
-#[allow(dead_code, unused_imports)]
-#[path = "../src/bench/peers/mod.rs"]
-mod peers;
-
-use peers::btree::BTreePeer;
-use peers::delay_queue::DelayQueuePeer;
-use peers::heap::HeapPeer;
-use peers::timerfd::TimerFdPeer;
-use peers::tokio_sleep::TokioSleepPeer;
-use peers::utimer::UtimerPeer;
-use peers::wheel::WheelPeer;
-use peers::TimerPeer;
+use utimer_bench::peers::btree::BTreePeer;
+use utimer_bench::peers::delay_queue::DelayQueuePeer;
+use utimer_bench::peers::heap::HeapPeer;
+use utimer_bench::peers::timerfd::TimerFdPeer;
+use utimer_bench::peers::tokio_sleep::TokioSleepPeer;
+use utimer_bench::peers::utimer::UtimerPeer;
+use utimer_bench::peers::wheel::WheelPeer;
+use utimer_bench::peers::TimerPeer;
 
 /// Background fill: now + 1000 + uniform(0..10M) ticks, deterministic.
 fn fill<P: TimerPeer>(p: &mut P, n: usize) -> Vec<P::Handle> {
