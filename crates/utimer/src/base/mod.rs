@@ -149,6 +149,9 @@ pub(crate) struct Base {
     pub(crate) running: AtomicPtr<RawTimer>,
     /// The table this base lives in.
     table: *const Bases,
+    /// The manual clock's word, or null for the monotonic clock: "now" in
+    /// one load on the arm path (see [`Base::jiffies`]).
+    manual_clock: *const std::sync::atomic::AtomicU64,
     /// Protected by `lock`.
     inner: UnsafeCell<BaseInner>,
     /// Lock-free `modify` hits (only counted when statistics are on), on its
@@ -171,7 +174,13 @@ unsafe impl Sync for Base {}
 unsafe impl Send for Base {}
 
 impl Base {
-    fn new(index: u32, clk: u64, table: *const Bases, config: &BasesConfig) -> Self {
+    fn new(
+        index: u32,
+        clk: u64,
+        table: *const Bases,
+        manual_clock: *const std::sync::atomic::AtomicU64,
+        config: &BasesConfig,
+    ) -> Self {
         Base {
             lock: SpinLock::new(),
             count_matches: config.stats,
@@ -180,6 +189,7 @@ impl Base {
             idle_until: AtomicU64::new(0),
             running: AtomicPtr::new(std::ptr::null_mut()),
             table,
+            manual_clock,
             inner: UnsafeCell::new(BaseInner {
                 wheel: Wheel::build(clk, config.capacity),
                 stats: Counters::default(),
@@ -198,6 +208,25 @@ impl Base {
         // SAFETY: bases live inside their table's allocation, so the table
         // outlives every reference to one of its bases.
         unsafe { &*self.table }
+    }
+
+    /// The system clock's current tick (the kernel's `jiffies`), for
+    /// bringing a stale base clock forward.
+    #[inline(always)]
+    pub(crate) fn jiffies(&self) -> u64 {
+        // SAFETY: null, or the manual clock's word, which the table's clock
+        // owns; the table outlives its bases.
+        match unsafe { self.manual_clock.as_ref() } {
+            Some(word) => word.load(Acquire),
+            None => self.jiffies_monotonic(),
+        }
+    }
+
+    /// The monotonic clock's tick: a vDSO call, kept out of line so that
+    /// the arm path around it stays small.
+    #[inline(never)]
+    fn jiffies_monotonic(&self) -> u64 {
+        self.table().ticks.now()
     }
 
     /// The worker this base belongs to.
@@ -367,8 +396,9 @@ impl<'a> BaseGuard<'a> {
     /// `forward_timer_base()`.
     #[inline]
     pub(crate) fn add_timer(&mut self, t: TimerRef<'_>, expires: u64, now: Option<u64>) {
-        if expires.saturating_sub(self.wheel.clk()) >= LEVEL0_SPAN {
-            let now = now.unwrap_or_else(|| self.base.table().ticks.now());
+        // (The clock never exceeds MAX_TICK + 1: no overflow.)
+        if expires >= self.wheel.clk() + LEVEL0_SPAN {
+            let now = now.unwrap_or_else(|| self.base.jiffies());
             self.forward(now);
         }
         let clk = self.wheel.clk();
@@ -406,9 +436,11 @@ impl<'a> BaseGuard<'a> {
     /// what every cancelling call does.
     #[inline(always)]
     pub(crate) fn delete_timer(&mut self, t: TimerRef<'_>) -> bool {
-        let detached = self.detach_if_pending(t);
-        self.stats.deleted += detached as u64;
-        detached
+        if !self.detach_if_pending(t) {
+            return false;
+        }
+        self.stats.deleted += 1;
+        true
     }
 
     /// Moves `t` (detached, on this base) to `to`, without holding two

@@ -87,9 +87,12 @@ impl Bases {
         panic_hook: Option<PanicHook>,
     ) -> Arc<Bases> {
         let clk = ticks.now();
+        let manual = ticks
+            .manual_word()
+            .map_or(std::ptr::null(), |w| w as *const _);
         Arc::new_cyclic(|me| Bases {
             bases: (0..workers * KINDS)
-                .map(|i| Base::new(i as u32, clk, me.as_ptr(), config))
+                .map(|i| Base::new(i as u32, clk, me.as_ptr(), manual, config))
                 .collect(),
             workers,
             ticks,
@@ -123,9 +126,9 @@ impl Bases {
         &self.bases[worker * KINDS + kind as usize]
     }
 
-    /// The base a timer with `flags` uses on `worker`.
+    /// The index of the base a timer with `flags` uses on `worker`.
     #[inline(always)]
-    pub(crate) fn base_for(&self, worker: usize, flags: u32) -> &Base {
+    pub(crate) fn base_index(worker: usize, flags: u32) -> usize {
         let kind = if flags & DEFERRABLE != 0 {
             BaseKind::Deferrable
         } else if flags & PINNED != 0 {
@@ -133,7 +136,13 @@ impl Bases {
         } else {
             BaseKind::Global
         };
-        self.base(worker, kind)
+        worker * KINDS + kind as usize
+    }
+
+    /// The base a timer with `flags` uses on `worker`.
+    #[inline(always)]
+    pub(crate) fn base_for(&self, worker: usize, flags: u32) -> &Base {
+        &self.bases[Self::base_index(worker, flags)]
     }
 
     /// `Ok` if `worker` exists.

@@ -86,7 +86,7 @@
 //! Comparing bucket times computed against two different bases' clocks
 //! could otherwise move it later.
 
-use crate::base::{lock_timer_base, timer_base, Base, BaseGuard};
+use crate::base::{lock_timer_base, timer_base, Base, BaseGuard, Bases};
 use crate::entry::{TimerRef, Word, SHUTDOWN};
 use crate::wheel::{calc_position, clamp_expiry, level_limit, Position, DUE};
 use crate::TimerError;
@@ -126,8 +126,8 @@ struct Hint {
 #[inline(always)]
 fn hint(base: &Base, expires: u64) -> Hint {
     let clk = base.clk.load(Acquire);
-    let (clk, now) = if expires.saturating_sub(clk) >= level_limit(0) {
-        let now = base.table().ticks.now();
+    let (clk, now) = if expires >= clk + level_limit(0) {
+        let now = base.jiffies();
         (clk.max(now), Some(now))
     } else {
         (clk, None)
@@ -225,7 +225,7 @@ fn lock_if_home(t: TimerRef<'_>, worker: Option<u32>) -> Option<BaseGuard<'_>> {
     let table = guard.base.table();
     let worker = worker.map_or_else(|| table.current_worker(), |w| w as usize);
     let flags = timer.flags();
-    let home = std::ptr::eq(table.base_for(worker, flags), guard.base);
+    let home = Bases::base_index(worker, flags) == guard.base.index as usize;
     (!guard.dead && flags & SHUTDOWN == 0 && home).then_some(guard)
 }
 
@@ -349,8 +349,8 @@ fn modify_locked(
 /// `timer_reduce()` of a pending timer, on the base it is on: requeues it
 /// only if `expires` lands in an earlier bucket (see "Reduce").
 fn reduce_here(guard: &mut BaseGuard<'_>, t: TimerRef<'_>, word: Word, expires: u64) {
-    if expires.saturating_sub(guard.wheel.clk()) >= level_limit(0) {
-        guard.forward(guard.base.table().ticks.now());
+    if expires >= guard.wheel.clk() + level_limit(0) {
+        guard.forward(guard.base.jiffies());
     }
     let clk = guard.wheel.clk();
     let expires = clamp_expiry(expires, clk);
