@@ -305,7 +305,8 @@ pub fn run(r: &mut Runner) {
     r.enter_group(
         GROUP,
         "Linux 2016 same-bucket mod_timer() patch, replayed on TimerSystem:\n\
-         before = Check::ExpiryUnchanged, after = Check::SameBucket;\n\
+         before = Timer::modify_before_seed002 (lock-free only if the expiry is unchanged),\n\
+         after = Timer::modify (the same-bucket check);\n\
          shares of re-arms of pending timers; (seed) = the patch's reported numbers",
     );
     r.note(
