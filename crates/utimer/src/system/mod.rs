@@ -10,7 +10,8 @@
 //!
 //! One file a concern: the facade (here), its settings (`builder.rs`),
 //! shutdown (`shutdown.rs`), the integration API (`worker.rs`) and blocking
-//! sleep (`sleep.rs`). Every `impl TimerSystem` is in this file.
+//! sleep (`sleep.rs`). Every inherent `impl TimerSystem` is in this file;
+//! the other files hold the types the facade hands out.
 
 mod builder;
 mod shutdown;
@@ -213,7 +214,9 @@ impl TimerSystem {
     /// executors and event loops that own their threads (see [`Worker`]).
     /// `wake` is called, from any thread and never under a utimer lock,
     /// when a timer armed on the idle worker's bases must fire before it
-    /// planned to wake; it must not block.
+    /// planned to wake; it must not block. One thread per worker at a
+    /// time: registering the same worker again replaces the first
+    /// registration's waker.
     ///
     /// # Errors
     /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
