@@ -17,11 +17,26 @@
 //! allocator rounds them up to; memory the kernel keeps (POSIX timers,
 //! timerfd) is invisible here; only the measuring thread's allocations and
 //! frees count (other threads, such as parallel tests, cannot disturb it).
+//!
+//! A library cannot choose its users' allocator, so the program that wants
+//! the memory cases declares it at its root (the `utimer` binary does):
+//!
+//! ```
+//! #[global_allocator]
+//! static GLOBAL: utimer_bench::alloc::Counting = utimer_bench::alloc::Counting;
+//!
+//! fn main() {
+//!     assert!(utimer_bench::alloc::is_installed());
+//! }
+//! ```
+//!
+//! Without it [`measure`] sees nothing; [`is_installed`] tells, and the
+//! memory cases skip their rows with the reason instead of reporting zeros.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-/// The global allocator wrapper installed in `main.rs`.
+/// The global allocator wrapper; install it with `#[global_allocator]`.
 pub struct Counting;
 
 // Const-initialized, without destructors: usable inside the allocator (no
@@ -55,6 +70,7 @@ fn on_free(size: usize) {
 // SAFETY: every method forwards to `System` with the caller's arguments
 // unchanged; the bookkeeping around it does not touch the memory.
 unsafe impl GlobalAlloc for Counting {
+    #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded contract.
         let p = unsafe { System.alloc(layout) };
@@ -64,6 +80,7 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
 
+    #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded contract.
         let p = unsafe { System.alloc_zeroed(layout) };
@@ -73,12 +90,14 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
 
+    #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         on_free(layout.size());
         // SAFETY: forwarded contract.
         unsafe { System.dealloc(ptr, layout) }
     }
 
+    #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: forwarded contract.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
@@ -125,6 +144,14 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, AllocStats) {
     (r, stats)
 }
 
+/// Whether [`Counting`] is the global allocator of this program, that is,
+/// whether [`measure`] sees allocations at all.
+pub fn is_installed() -> bool {
+    let (b, stats) = measure(|| std::hint::black_box(Box::new(0u64)));
+    drop(b);
+    stats.allocations > 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,5 +162,10 @@ mod tests {
         assert!(s.net() >= 8000, "{s:?}");
         assert!(s.allocations >= 1);
         drop(v);
+    }
+
+    #[test]
+    fn installed_in_tests() {
+        assert!(is_installed());
     }
 }

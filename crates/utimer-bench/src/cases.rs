@@ -250,6 +250,9 @@ fn memory<P: TimerPeer>(r: &Runner, n: usize) -> [Record; 2] {
     if n > P::MAX_PENDING.0 {
         return skip("kernel memory is not visible to a user-space allocator");
     }
+    if !alloc::is_installed() {
+        return skip("the counting allocator is not this program's global allocator");
+    }
     let mut p = match P::new() {
         Ok(p) => p,
         Err(e) => return skip(&e),
