@@ -6,15 +6,14 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use utimer::{Clock, Timer, TimerFlags, TimerSystem};
+use utimer::{Timer, TimerFlags};
+
+mod common;
+use common::manual;
 
 #[test]
 fn callback_rearms_its_own_timer() {
-    let clock = Clock::manual();
-    let sys = TimerSystem::builder()
-        .workers(1)
-        .clock(clock.clone())
-        .build();
+    let (sys, clock) = manual(1);
     let fired = Arc::new(Mutex::new(Vec::new()));
     let f = fired.clone();
     let c = clock.clone();
@@ -38,11 +37,7 @@ fn callback_rearms_its_own_timer() {
 fn callback_rearming_into_the_past_fires_at_the_next_run() {
     // Not in the same run: a callback that always re-arms into the past
     // would otherwise keep the run going forever.
-    let clock = Clock::manual();
-    let sys = TimerSystem::builder()
-        .workers(1)
-        .clock(clock.clone())
-        .build();
+    let (sys, clock) = manual(1);
     let n = Arc::new(AtomicU64::new(0));
     let m = n.clone();
     let t = sys.timer(move |t| {
@@ -60,11 +55,7 @@ fn callback_rearming_into_the_past_fires_at_the_next_run() {
 
 #[test]
 fn dropping_the_handle_inside_its_own_callback() {
-    let clock = Clock::manual();
-    let sys = TimerSystem::builder()
-        .workers(1)
-        .clock(clock.clone())
-        .build();
+    let (sys, clock) = manual(1);
     let slot: Arc<Mutex<Option<Timer>>> = Arc::default();
     let s = slot.clone();
     let ran = Arc::new(AtomicU64::new(0));
@@ -101,13 +92,7 @@ impl Drop for DropFlag {
 
 #[test]
 fn drop_never_blocks_and_frees_after_the_callback() {
-    let clock = Clock::manual();
-    let sys = Arc::new(
-        TimerSystem::builder()
-            .workers(1)
-            .clock(clock.clone())
-            .build(),
-    );
+    let (sys, clock) = manual(1);
     let started = Arc::new(AtomicBool::new(false));
     let release = Arc::new(AtomicBool::new(false));
     let freed = Arc::new(AtomicBool::new(false));
@@ -157,11 +142,7 @@ fn drop_never_blocks_and_frees_after_the_callback() {
 #[test]
 fn delete_cancels_a_due_timer_not_yet_run() {
     // Two timers due in the same run; the first deletes the second.
-    let clock = Clock::manual();
-    let sys = TimerSystem::builder()
-        .workers(1)
-        .clock(clock.clone())
-        .build();
+    let (sys, clock) = manual(1);
     let victim_ran = Arc::new(AtomicBool::new(false));
     let v = victim_ran.clone();
     let victim = Arc::new(sys.timer(move |_| v.store(true, Ordering::SeqCst)));
