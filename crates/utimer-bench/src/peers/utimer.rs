@@ -4,11 +4,11 @@
 //! code does with `timer_setup` / `mod_timer` / `timer_delete`.
 //!
 //! The system runs on a manual clock set to the same virtual "now" as the
-//! heap and B-tree peers. utimer never reads the clock on `add`/`modify`
-//! (the base clock moves only in `run_expired`), so this is not flattering:
-//! it only keeps the wheel level of "now + N" fixed for the whole run,
-//! whereas a monotonic clock with no expiry runs would let the base clock
-//! fall behind and push timers to coarser levels as the run goes on.
+//! heap and B-tree peers, so every run places timers at the same levels.
+//! Arming above wheel level 0 reads the clock (a base brings a stale clock
+//! forward first): with the manual clock that is one load. With the default
+//! monotonic clock it is a coarse vDSO read, which these rows do not
+//! include (see the README).
 
 use std::sync::Arc;
 
