@@ -263,9 +263,9 @@ impl Base {
         t.is(self.running.load(Relaxed))
     }
 
-    /// The tick this base needs its worker again at, read with the lock
-    /// taken: its next expiry (deferrable bases say `None`: they never wake
-    /// a worker).
+    /// This base's next expiry, read with its lock taken. (The idle
+    /// computation never asks a deferrable base: those never wake a
+    /// worker.)
     pub(crate) fn next_expiry(&self) -> Option<u64> {
         self.lock().wheel.next_expiry()
     }
