@@ -27,6 +27,14 @@ pub enum TimerError {
         /// The index given (saturated to `u32::MAX`).
         worker: u32,
     },
+    /// A [`Topology`](crate::Topology) override describes another number of
+    /// workers than the system has.
+    BadTopology {
+        /// Workers in the system.
+        workers: u32,
+        /// Workers the topology describes.
+        described: u32,
+    },
 }
 
 impl fmt::Display for TimerError {
@@ -44,6 +52,10 @@ impl fmt::Display for TimerError {
             TimerError::NoSuchWorker { worker } => {
                 write!(f, "no worker {worker}: worker indices start at 0 and stay below the system's worker count")
             }
+            TimerError::BadTopology { workers, described } => write!(
+                f,
+                "the topology describes {described} workers but the system has {workers}: give one node per worker"
+            ),
         }
     }
 }

@@ -10,9 +10,10 @@
 //! | 2 | `entry/` | the timer entry: header, state word, lifetime rules |
 //! | 3 | [`base`] | per-worker bases with their own locks, the table of bases, expiry |
 //! | 4 | `timer/` | [`Timer`]: arm, modify, reduce, delete, `delete_sync` |
-//! | 5 | `nohz/` | tickless idle: next events of every source, wakers, wake policy |
-//! | 6 | `system/` | the [`TimerSystem`] facade, [`Builder`], [`Worker`], [`Sleeper`] |
-//! | 7 | [`runtime`] | [`Runtime`]: worker threads |
+//! | 5 | `migration/` | the pull model's hierarchy: groups, state words, event queues ([`Topology`]) |
+//! | 6 | `nohz/` | tickless idle: next events of every source, wakers, wake policy, remote expiry, stall monitor |
+//! | 7 | `system/` | the [`TimerSystem`] facade, [`Builder`], [`Worker`], [`Sleeper`] |
+//! | 8 | [`runtime`], [`sim`] | [`Runtime`]: worker threads; the pull model's simulator |
 //!
 //! A timer names its base through an address in its header: that is data,
 //! not an import. The base layer calls up only through the hooks the system
@@ -45,6 +46,7 @@
 pub mod base;
 mod entry;
 mod error;
+mod migration;
 mod nohz;
 pub mod runtime;
 mod sync;
@@ -55,6 +57,7 @@ pub mod wheel;
 
 pub use base::{BaseKind, BaseStats};
 pub use error::TimerError;
+pub use migration::{GroupInfo, MigrationStats, Topology};
 #[cfg(not(loom))]
 pub use runtime::Runtime;
 pub use system::{Builder, EnterGuard, Interrupter, SleepOutcome, Sleeper, TimerSystem, Worker};

@@ -140,10 +140,14 @@ pub(crate) struct Base {
     pub(crate) index: u32,
     /// Mirror of `wheel.clk()`; written under `lock`.
     pub(crate) clk: AtomicU64,
-    /// 0 while the owning worker is awake; else the tick it sleeps until
-    /// (`u64::MAX`: indefinitely). Written by the worker under `lock` when it
-    /// goes idle (and freely when it wakes); an enqueue that fires earlier
-    /// calls the wake hook (the kernel's `trigger_dyntick_cpu()`).
+    /// 0 while the owning worker is awake; else the tick below which an
+    /// enqueue must call the wake hook (the kernel's
+    /// `trigger_dyntick_cpu()`): for a local base, the tick the worker sleeps
+    /// until; for a global base in the pull model, its first event as the
+    /// hierarchy knows it (`u64::MAX`: none). Written under `lock` when the
+    /// worker goes idle, by a remote expiry or a stall (see `migration/`),
+    /// and by the enqueue that calls the hook; cleared freely when the
+    /// worker wakes.
     pub(crate) idle_until: AtomicU64,
     /// The timer whose callback is running on this base, or null.
     pub(crate) running: AtomicPtr<RawTimer>,
@@ -282,6 +286,24 @@ impl Base {
         next
     }
 
+    /// Runs `f` with this base's next expiry, under the base's lock (so no
+    /// arm slips in between unseen); stores the threshold `f` returns, if
+    /// any, in `idle_until`: an enqueue that fires before it then calls the
+    /// wake hook. `f` may take hierarchy locks (base before hierarchy), and
+    /// no base lock.
+    pub(crate) fn with_next_expiry<R>(
+        &self,
+        f: impl FnOnce(Option<u64>) -> (R, Option<u64>),
+    ) -> R {
+        let mut guard = self.lock();
+        let (r, threshold) = f(guard.wheel.next_expiry());
+        if let Some(t) = threshold {
+            self.idle_until.store(t.max(1), Relaxed);
+        }
+        drop(guard);
+        r
+    }
+
     /// The worker is busy again: arms here need not wake it.
     pub(crate) fn idle_exit(&self) {
         self.idle_until.store(0, Relaxed);
@@ -386,6 +408,9 @@ impl<'a> BaseGuard<'a> {
         t.get().set_key(key.slot(), &locked);
         t.get().state.queue(expires, pos.idx, &locked);
         if pos.expiry < self.base.idle_until.load(Relaxed) {
+            // Tell the hook once; a later enqueue must beat this one to
+            // call it again.
+            self.base.idle_until.store(pos.expiry.max(1), Relaxed);
             self.wake = Some(pos.expiry);
         }
     }

@@ -25,6 +25,17 @@
 //! may be later than the final one (a later source lowered it): that only
 //! costs a spurious wake-up, never a missed one.
 //!
+//! # The pull model
+//!
+//! A member of the pull model (`migration/`) that goes idle does not wake
+//! for its movable timers: its global base's first expiry goes into the
+//! hierarchy, and a busy worker expires it (`pull.rs`). The idle
+//! computation's *global* answer is then the wake-up the worker must arm
+//! for movable events: none, unless it is the last worker to go idle (then
+//! the first movable expiry of the whole system). A worker that is no
+//! member (a thread that entered a worker without registering) wakes for
+//! its own movable timers, as the kernel did before 6.9.
+//!
 //! # Wakers
 //!
 //! Each worker has at most one waker, a closure that interrupts its sleep,
@@ -32,7 +43,12 @@
 //! that blocks inside utimer on a worker (a sleep) swaps in its own waker
 //! for the time it blocks ([`Nohz::swap_waker`]).
 
+mod pull;
+
+pub(crate) use pull::Monitor;
+
 use crate::base::{BaseKind, Bases, Hooks};
+use crate::migration::{Deactivated, Hierarchy, NewTimer, TopIdle, Wake};
 use crate::sync::Mutex;
 use std::sync::Arc;
 
@@ -45,7 +61,8 @@ pub(crate) type Waker = Arc<dyn Fn() + Send + Sync>;
 pub(crate) struct NextEvents {
     /// Pinned events: only this worker may run them.
     pub(crate) local: Option<u64>,
-    /// Movable events: another worker may run them (pull model).
+    /// Movable events: another worker may run them (pull model). From the
+    /// idle computation: the wake-up to arm for them (see the module docs).
     pub(crate) global: Option<u64>,
 }
 
@@ -87,26 +104,36 @@ pub(crate) trait EventSource {
 }
 
 /// The wheel bases as an event source.
-struct WheelSource<'a>(&'a Bases);
+struct WheelSource<'a> {
+    bases: &'a Bases,
+    hier: &'a Hierarchy,
+}
 
 impl EventSource for WheelSource<'_> {
     fn next_events(&self, worker: usize) -> NextEvents {
         NextEvents {
-            local: self.0.base(worker, BaseKind::Local).next_expiry(),
-            global: self.0.base(worker, BaseKind::Global).next_expiry(),
+            local: self.bases.base(worker, BaseKind::Local).next_expiry(),
+            global: self.bases.base(worker, BaseKind::Global).next_expiry(),
         }
     }
 
     fn publish_idle(&self, worker: usize, until: u64) -> NextEvents {
-        let local = self.0.base(worker, BaseKind::Local).idle_enter(until);
+        let local = self.bases.base(worker, BaseKind::Local).idle_enter(until);
         let until = local.map_or(until, |l| l.min(until));
-        let global = self.0.base(worker, BaseKind::Global).idle_enter(until);
+        let global = self.bases.base(worker, BaseKind::Global);
+        let global = global.with_next_expiry(|next| match self.hier.deactivate(worker, next) {
+            // No member: wake for its own, as before the pull model.
+            Deactivated::NotMember => (next, Some(next.map_or(until, |n| n.min(until)))),
+            // Else the hierarchy has the first event; an earlier arm must
+            // reach it (`new_timer`).
+            Deactivated::Idle(top) => (top.arm, Some(next.unwrap_or(u64::MAX))),
+        });
         NextEvents { local, global }
     }
 
     fn clear_idle(&self, worker: usize) {
         for kind in [BaseKind::Local, BaseKind::Global] {
-            self.0.base(worker, kind).idle_exit();
+            self.bases.base(worker, kind).idle_exit();
         }
     }
 
@@ -114,7 +141,7 @@ impl EventSource for WheelSource<'_> {
         let mut ran = 0;
         let mut next = NextEvents::default();
         for kind in BaseKind::ALL {
-            let done = crate::base::run_expired(self.0.base(worker, kind), now);
+            let done = crate::base::run_expired(self.bases.base(worker, kind), now);
             ran += done.ran;
             match kind {
                 BaseKind::Local => next.local = done.next,
@@ -126,21 +153,29 @@ impl EventSource for WheelSource<'_> {
     }
 }
 
-/// The per-worker idle state of a system: wakers and the wake policy.
+/// The per-worker idle state of a system: wakers, the wake policy, the
+/// pull model's hierarchy and its stall monitor.
 pub(crate) struct Nohz {
     wakers: Box<[Mutex<Option<Waker>>]>,
+    pub(crate) hier: Hierarchy,
+    pub(crate) monitor: Monitor,
 }
 
 impl Nohz {
-    pub(crate) fn new(workers: usize) -> Arc<Nohz> {
+    pub(crate) fn new(workers: usize, hier: Hierarchy, stall_bound: u64) -> Arc<Nohz> {
         Arc::new(Nohz {
             wakers: (0..workers).map(|_| Mutex::new(None)).collect(),
+            hier,
+            monitor: Monitor::new(stall_bound),
         })
     }
 
     /// The event sources of `bases`' system.
-    fn sources<'a>(&self, bases: &'a Bases) -> [WheelSource<'a>; 1] {
-        [WheelSource(bases)]
+    fn sources<'a>(&'a self, bases: &'a Bases) -> [WheelSource<'a>; 1] {
+        [WheelSource {
+            bases,
+            hier: &self.hier,
+        }]
     }
 
     /// "Until when may `worker` sleep?": its next events over every source,
@@ -150,7 +185,9 @@ impl Nohz {
         let sources = self.sources(bases);
         let mut next = NextEvents::default();
         for s in &sources {
-            next = next.min(s.next_events(worker));
+            // Only the local part: whether movable events keep this worker
+            // awake is the hierarchy's answer, in `publish_idle`.
+            next.local = min(next.local, s.next_events(worker).local);
         }
         for s in &sources {
             let until = next.earliest().unwrap_or(u64::MAX);
@@ -161,6 +198,11 @@ impl Nohz {
 
     /// `worker` is busy again. The kernel's `tick_nohz_idle_exit()`.
     pub(crate) fn idle_exit(&self, bases: &Bases, worker: usize) {
+        // Active first: a remote expiry that still finds the worker idle
+        // republishes its base's threshold before the sources clear it.
+        if self.hier.activate(worker) {
+            self.monitor.someone_active();
+        }
         for s in &self.sources(bases) {
             s.clear_idle(worker);
         }
@@ -183,6 +225,10 @@ impl Nohz {
         worker: usize,
         now: u64,
     ) -> (usize, NextEvents) {
+        if self.hier.heartbeat(worker, now) {
+            // The monitor found it stalled: back to work.
+            self.idle_exit(bases, worker);
+        }
         let mut ran = 0;
         let mut next = NextEvents::default();
         for s in &self.sources(bases) {
@@ -190,6 +236,7 @@ impl Nohz {
             ran += n;
             next = next.min(events);
         }
+        ran += self.run_remote(bases, Some(worker), now);
         (ran, next)
     }
 
@@ -201,8 +248,17 @@ impl Nohz {
         std::mem::replace(&mut *slot, waker)
     }
 
+    /// Acts on what a hierarchy walk asks: wakes a worker or the monitor.
+    pub(crate) fn act(&self, top: TopIdle) {
+        match top.wake {
+            Some(Wake::Worker(w)) => self.wake(w),
+            Some(Wake::Monitor) => self.monitor.unpark(),
+            None => {}
+        }
+    }
+
     /// Wakes `worker`'s thread, if it registered a waker.
-    fn wake(&self, worker: usize) {
+    pub(crate) fn wake(&self, worker: usize) {
         let waker = self.wakers[worker]
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -214,11 +270,20 @@ impl Nohz {
 }
 
 impl Hooks for Nohz {
-    /// The wake policy: an earlier timer on an idle worker's local or
-    /// global base wakes that worker. (Deferrable bases never publish an
-    /// idle tick, so they never get here.)
-    fn timer_on_idle(&self, worker: usize, _kind: BaseKind, _expiry: u64) {
-        self.wake(worker);
+    /// The wake policy: an earlier timer on an idle worker's local base
+    /// wakes that worker; one on its global base goes into the hierarchy
+    /// (which wakes somebody only if everybody sleeps), or wakes the worker
+    /// if it is no member. (Deferrable bases never publish an idle tick, so
+    /// they never get here.)
+    fn timer_on_idle(&self, worker: usize, kind: BaseKind, expiry: u64) {
+        if kind == BaseKind::Global {
+            match self.hier.new_timer(worker, expiry) {
+                NewTimer::NotMember => self.wake(worker),
+                NewTimer::Recorded(top) => self.act(top),
+            }
+        } else {
+            self.wake(worker);
+        }
     }
 
     fn run_blocked(&self, bases: &Bases, worker: usize) -> Option<u64> {

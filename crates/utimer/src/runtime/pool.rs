@@ -18,8 +18,12 @@
 //! }
 //! ```
 //!
-//! An idle worker has no timer interrupt at all: with no timers it sleeps
-//! until something arrives.
+//! An idle worker has no timer interrupt at all: with no pinned timers it
+//! sleeps until something arrives. Its movable timers are expired by a
+//! busy worker (the pull model, `migration/`), and the last worker to go
+//! idle wakes for the first movable timer of all. A monitor thread
+//! (`utimer-monitor`) watches for workers stuck in long jobs and has their
+//! movable timers pulled (see [`Builder::stall_bound`]).
 //!
 //! Each worker sleeps on a futex parker (`sync/parker.rs`, with its loom
 //! model): it takes a token before it looks for work and sleeps only while
@@ -87,7 +91,11 @@ impl Runtime {
     /// # Errors
     /// If a thread cannot be spawned; the ones already started are stopped.
     pub fn with_builder(builder: Builder) -> std::io::Result<Runtime> {
-        let sys = Arc::new(builder.build());
+        let pin = builder.pinned_cpus().map(<[usize]>::to_vec);
+        let sys = builder
+            .try_build()
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        let sys = Arc::new(sys);
         let pool = Arc::new(Pool {
             slots: (0..sys.workers()).map(|_| Slot::default()).collect(),
             shutdown: AtomicBool::new(false),
@@ -100,11 +108,22 @@ impl Runtime {
         };
         for w in 0..rt.sys.workers() {
             let (sys, pool) = (rt.sys.clone(), rt.pool.clone());
+            let cpu = pin.as_ref().map(|p| p[w % p.len()]);
             let handle = thread::Builder::new()
                 .name(format!("utimer-worker-{w}"))
-                .spawn(move || worker_main(&sys, &pool, w))?;
+                .spawn(move || {
+                    if let Some(cpu) = cpu {
+                        pin_to(cpu);
+                    }
+                    worker_main(&sys, &pool, w)
+                })?;
             rt.threads.push(handle);
         }
+        let sys = rt.sys.clone();
+        let monitor = thread::Builder::new()
+            .name("utimer-monitor".into())
+            .spawn(move || sys.run_monitor())?;
+        rt.threads.push(monitor);
         Ok(rt)
     }
 
@@ -164,6 +183,7 @@ impl Runtime {
 
     fn stop(&mut self) {
         self.pool.shutdown.store(true, SeqCst);
+        self.sys.stop_monitor();
         for slot in self.pool.slots.iter() {
             slot.parker.unpark();
         }
@@ -192,6 +212,23 @@ impl std::fmt::Debug for Runtime {
             .field("workers", &self.sys.workers())
             .finish()
     }
+}
+
+/// Sets this thread's affinity to `cpu` (best effort: an error leaves the
+/// thread where it was).
+fn pin_to(cpu: usize) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET checks the
+    // index against the set's size; the call reads the set it is given.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu < libc::CPU_SETSIZE as usize {
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cpu;
 }
 
 fn pop_job(slot: &Slot) -> Option<Job> {

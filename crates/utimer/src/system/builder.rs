@@ -2,7 +2,9 @@
 
 use super::{Core, TimerSystem};
 use crate::base::{Bases, BasesConfig, PanicHook};
+use crate::migration::{Hierarchy, Topology};
 use crate::nohz::Nohz;
+use crate::TimerError;
 use crate::time::{Clock, TickSource};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +18,9 @@ pub struct Builder {
     stats: bool,
     capacity: usize,
     panic_hook: Option<PanicHook>,
+    topology: Option<Topology>,
+    pin: Option<Vec<usize>>,
+    stall_bound: u64,
 }
 
 impl std::fmt::Debug for Builder {
@@ -27,6 +32,9 @@ impl std::fmt::Debug for Builder {
             .field("stats", &self.stats)
             .field("capacity", &self.capacity)
             .field("panic_hook", &self.panic_hook.is_some())
+            .field("topology", &self.topology)
+            .field("pin", &self.pin)
+            .field("stall_bound", &self.stall_bound)
             .finish()
     }
 }
@@ -40,6 +48,9 @@ impl Default for Builder {
             stats: false,
             capacity: 0,
             panic_hook: None,
+            topology: None,
+            pin: None,
+            stall_bound: 2,
         }
     }
 }
@@ -90,17 +101,71 @@ impl Builder {
         self
     }
 
+    /// Describes the machine for the pull model's hierarchy instead of
+    /// detecting it: one NUMA node per worker (see [`Topology`]). Tests and
+    /// the simulator use it to describe any machine.
+    pub fn topology(mut self, topology: Topology) -> Self {
+        self.topology = Some(topology);
+        self
+    }
+
+    /// Pins worker `i` to CPU `cpus[i % cpus.len()]`: a
+    /// [`Runtime`](crate::Runtime) sets its threads' affinity so, and the
+    /// detected topology puts each worker on that CPU's node. (A thread of
+    /// your own registered with the integration API is yours to pin.)
+    pub fn pin_workers(mut self, cpus: Vec<usize>) -> Self {
+        self.pin = (!cpus.is_empty()).then_some(cpus);
+        self
+    }
+
+    /// A worker that has not reached a tick point for more than this many
+    /// ticks while active counts as stalled: its movable timers are pulled
+    /// by other workers (default 2; at least 1). See the `migration` module
+    /// docs.
+    pub fn stall_bound(mut self, ticks: u64) -> Self {
+        self.stall_bound = ticks.max(1);
+        self
+    }
+
+    /// The CPUs given to [`pin_workers`](Self::pin_workers).
+    pub(crate) fn pinned_cpus(&self) -> Option<&[usize]> {
+        self.pin.as_deref()
+    }
+
     /// Creates the system.
+    ///
+    /// # Panics
+    /// If a [`topology`](Self::topology) override describes another number
+    /// of workers; [`try_build`](Self::try_build) returns the error instead.
     pub fn build(self) -> TimerSystem {
+        match self.try_build() {
+            Ok(sys) => sys,
+            Err(e) => panic!("utimer::Builder::build: {e}"),
+        }
+    }
+
+    /// Creates the system.
+    ///
+    /// # Errors
+    /// [`TimerError::BadTopology`] if a [`topology`](Self::topology)
+    /// override describes another number of workers.
+    pub fn try_build(self) -> Result<TimerSystem, TimerError> {
+        let topology = match self.topology {
+            Some(t) => {
+                t.check(self.workers)?;
+                t
+            }
+            None => Topology::detect(self.workers, self.pin.as_deref()),
+        };
         let ticks = TickSource::new(self.clock, self.tick);
-        let nohz = Nohz::new(self.workers);
+        let nohz = Nohz::new(self.workers, Hierarchy::new(&topology), self.stall_bound);
         let config = BasesConfig {
             stats: self.stats,
             capacity: self.capacity,
         };
         let bases = Bases::new(self.workers, ticks, &config, nohz.clone(), self.panic_hook);
-        TimerSystem {
+        Ok(TimerSystem {
             core: Core { bases, nohz },
-        }
+        })
     }
 }

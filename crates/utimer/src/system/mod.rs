@@ -23,6 +23,7 @@ pub use sleep::{Interrupter, SleepOutcome, Sleeper};
 pub use worker::Worker;
 
 use crate::base::{BaseKind, BaseStats, Bases, Binding};
+use crate::migration::{GroupInfo, MigrationStats};
 use crate::nohz::Nohz;
 use crate::time::{Clock, Expiry};
 use crate::{Timer, TimerError, TimerFlags};
@@ -227,6 +228,62 @@ impl TimerSystem {
     ) -> Result<Worker, TimerError> {
         self.core.bases.check_worker(worker)?;
         Ok(Worker::register(self.core.clone(), worker, Arc::new(wake)))
+    }
+
+    /// Worker `worker`'s pull-model counters: remote expiries it ran, runs
+    /// of its base by others, migrator hand-offs, idle entries, wake-ups,
+    /// stalls, and the hierarchy operations done on its behalf.
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
+    pub fn migration_stats(&self, worker: usize) -> Result<MigrationStats, TimerError> {
+        self.core.bases.check_worker(worker)?;
+        Ok(self.core.nohz.hier.stats(worker))
+    }
+
+    /// The pull model's hierarchy, group by group (the kernel's
+    /// `tmigr_hierarchy`): levels, nodes, children, active masks,
+    /// migrators and first events. A snapshot: each group is read on its
+    /// own.
+    pub fn hierarchy(&self) -> Vec<GroupInfo> {
+        self.core.nohz.hier.info()
+    }
+
+    /// Levels of the pull model's hierarchy.
+    pub fn hierarchy_levels(&self) -> u8 {
+        self.core.nohz.hier.levels()
+    }
+
+    /// Checks that every group's active mask and migrator agree with its
+    /// children's states. Meaningful only while no worker goes idle or
+    /// active (the simulator checks it after every step).
+    ///
+    /// # Errors
+    /// A description of the first group that disagrees.
+    pub fn check_hierarchy(&self) -> Result<(), String> {
+        self.core.nohz.hier.check()
+    }
+
+    /// Runs the stall monitor on this thread until
+    /// [`stop_monitor`](Self::stop_monitor): it wakes every tick while some
+    /// registered worker is active, pulls the movable timers of workers
+    /// that missed their tick points for longer than the stall bound, and
+    /// expires them itself when nobody else is active. A
+    /// [`Runtime`](crate::Runtime) runs one; run it yourself with the
+    /// integration API. One monitor per system.
+    pub fn run_monitor(&self) {
+        self.core.nohz.monitor_loop(&self.core.bases);
+    }
+
+    /// Ends [`run_monitor`](Self::run_monitor) (now, or at once when it is
+    /// next called).
+    pub fn stop_monitor(&self) {
+        self.core.nohz.monitor.stop();
+    }
+
+    /// The crate's own view, for the simulator.
+    pub(crate) fn core(&self) -> &Core {
+        &self.core
     }
 
     /// A reusable, interruptible sleep whose timer belongs to this system.

@@ -23,10 +23,15 @@
 //! Deferrable timers never wake it. A complete event loop built this way is
 //! in `examples/event_loop.rs`.
 //!
-//! Timers of a worker run only when its thread runs them: a long job on
-//! that thread delays them (until the pull model lets other workers expire
-//! its movable timers), and the lateness promise holds from the moment the
-//! expiry runs. A thread that blocks inside utimer (a [`sleep`], or a
+//! A registered worker takes part in the pull model (`migration/`): while
+//! it is idle, its movable timers are expired by a busy worker and do not
+//! wake it; `run_expired` also expires idle workers' movable timers when
+//! this worker is their migrator. Its pinned timers run only when its
+//! thread runs them, and a long job on that thread delays them; its
+//! movable ones are pulled by others once it has missed its tick points
+//! for longer than the stall bound, if a stall monitor runs
+//! ([`TimerSystem::run_monitor`](crate::TimerSystem::run_monitor); a
+//! [`Runtime`](crate::Runtime) has one). A thread that blocks inside utimer (a [`sleep`], or a
 //! `delete_sync` waiting for a callback elsewhere) keeps running its own
 //! timers while it waits.
 //!
@@ -57,6 +62,9 @@ impl Worker {
     pub(crate) fn register(core: Core, index: usize, wake: Waker) -> Worker {
         let previous = core.bases.enter(index);
         core.nohz.swap_waker(index, Some(wake));
+        if core.nohz.hier.join(index, core.bases.ticks.now()) {
+            core.nohz.monitor.someone_active();
+        }
         Worker {
             core,
             index,
@@ -106,7 +114,12 @@ impl Worker {
 impl Drop for Worker {
     fn drop(&mut self) {
         self.idle_exit();
+        // Out of the pull model: nobody pulls its timers any more, and if
+        // it was the last active worker, the idle worker with the first
+        // movable event is woken to take the wake-up duty.
+        let top = self.core.nohz.hier.leave(self.index);
         self.core.nohz.swap_waker(self.index, None);
+        self.core.nohz.act(top);
         Bases::leave(self.previous);
     }
 }

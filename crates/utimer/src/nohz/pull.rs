@@ -1,0 +1,186 @@
+//! The pull model's actions: remote expiry of idle (or stalled) workers'
+//! global bases, and the stall monitor.
+//!
+//! # Remote expiry
+//!
+//! On each tick point a worker asks the hierarchy which idle workers'
+//! movable timers are due in the groups where it is the migrator, and for
+//! each one runs that worker's global base with `base::run_expired`, the
+//! same run its owner would do: under the base's lock, `running` set for
+//! each callback, and refused (left to the run under way) if another
+//! thread is already expiring the base. Then, under the base's lock again,
+//! it reads the base's next expiry and walks it up (`remote_update`), and
+//! republishes the base's idle threshold. It repeats while the hierarchy
+//! reports due workers, a bounded number of rounds per tick.
+//!
+//! # The stall monitor
+//!
+//! [`Monitor`] is the part of the idle state that watches workers stuck in
+//! long jobs (see the `migration` module essay). Each round, at tick `now`,
+//! it deactivates every active member whose heartbeat is older than
+//! `now - bound` (under that worker's global base lock, as going idle
+//! does); if nobody is active it expires the due events of the top group
+//! itself. It then says when to run next: in one tick while somebody is
+//! active, at the first movable expiry if it armed the system's wake-up as
+//! the last "idle" party, or never (until a worker becomes active, which
+//! unparks it).
+
+use super::Nohz;
+use crate::base::{run_expired, BaseKind, Bases};
+use crate::migration::TopIdle;
+use crate::sync::parker::Parker;
+use crate::sync::AtomicBool;
+use std::sync::atomic::Ordering::SeqCst;
+
+/// Rounds of remote expiry per tick point, so that a timer re-armed to
+/// "now" again and again cannot keep a migrator from its own work.
+const MAX_ROUNDS: usize = 8;
+
+/// The stall monitor's state.
+pub(crate) struct Monitor {
+    parker: Parker,
+    /// The monitor parks without a timeout, or past the next tick: a
+    /// worker that makes the top active unparks it.
+    parked: AtomicBool,
+    /// Stop the monitor loop.
+    stop: AtomicBool,
+    /// Ticks without a tick point after which an active worker counts as
+    /// stalled.
+    pub(crate) bound: u64,
+}
+
+impl Monitor {
+    pub(crate) fn new(bound: u64) -> Monitor {
+        Monitor {
+            parker: Parker::default(),
+            parked: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            bound,
+        }
+    }
+
+    /// Wakes the monitor.
+    pub(crate) fn unpark(&self) {
+        self.parker.unpark();
+    }
+
+    /// A worker made the top group active: a parked monitor must start
+    /// watching for stalls again.
+    pub(crate) fn someone_active(&self) {
+        if self.parked.swap(false, SeqCst) {
+            self.parker.unpark();
+        }
+    }
+
+    /// Ends [`Nohz::monitor_loop`].
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, SeqCst);
+        self.parker.unpark();
+    }
+}
+
+impl Nohz {
+    /// Expires the due movable timers of idle workers in the groups where
+    /// `me` is the migrator (`None`: the monitor, for the top group while
+    /// nobody is active). Returns how many callbacks ran.
+    pub(crate) fn run_remote(&self, bases: &Bases, me: Option<usize>, now: u64) -> usize {
+        let mut due = Vec::new();
+        let mut ran = 0;
+        for _ in 0..MAX_ROUNDS {
+            due.clear();
+            match me {
+                Some(me) => self.hier.due(me, now, &mut due),
+                None => self.hier.due_at_top(now, &mut due),
+            }
+            due.retain(|&w| Some(w) != me);
+            if due.is_empty() {
+                break;
+            }
+            for &w in &due {
+                ran += self.expire_remote(bases, me, w, now);
+            }
+        }
+        ran
+    }
+
+    /// Runs idle worker `w`'s global base on behalf of `me`, then reports
+    /// its next expiry (the kernel's `tmigr_handle_remote_cpu()`).
+    fn expire_remote(&self, bases: &Bases, me: Option<usize>, w: usize, now: u64) -> usize {
+        let base = bases.base(w, BaseKind::Global);
+        let done = run_expired(base, now);
+        self.hier.count_remote(me, w);
+        let top = base.with_next_expiry(|next| match self.hier.remote_update(w, next) {
+            Some(top) => (top, Some(next.unwrap_or(u64::MAX))),
+            None => (TopIdle::default(), None),
+        });
+        self.act(top);
+        done.ran
+    }
+
+    /// One round of the stall monitor at tick `now`; returns the tick of the
+    /// next round, or `None` to park until a worker becomes active.
+    pub(crate) fn monitor_round(&self, bases: &Bases, now: u64) -> Option<u64> {
+        let bound = self.monitor.bound;
+        let mut stalled = Vec::new();
+        self.hier.stalled_candidates(now, bound, &mut stalled);
+        let mut arm = None::<u64>;
+        for w in stalled {
+            let base = bases.base(w, BaseKind::Global);
+            let top = base.with_next_expiry(|next| match self.hier.stall(w, next, now, bound) {
+                Some(top) => (Some(top), Some(next.unwrap_or(u64::MAX))),
+                None => (None, None),
+            });
+            if let Some(top) = top {
+                arm = match (arm, top.arm) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                self.act(top);
+            }
+        }
+        if self.hier.top_active() {
+            return Some(now + 1);
+        }
+        self.run_remote(bases, None, now);
+        if self.hier.top_active() {
+            return Some(now + 1);
+        }
+        // Nobody active: wake for the first movable event only if the
+        // monitor armed the system's wake-up (a stalled worker was the last
+        // active one); otherwise the last idle worker has.
+        self.hier.monitor_wakeup().or(arm)
+    }
+
+    /// Runs the monitor until [`Monitor::stop`], sleeping between rounds.
+    pub(crate) fn monitor_loop(&self, bases: &Bases) {
+        let m = &self.monitor;
+        loop {
+            let token = m.parker.token();
+            if m.stop.load(SeqCst) {
+                return;
+            }
+            let now = bases.ticks.now_precise();
+            let next = self.monitor_round(bases, now);
+            if next == Some(now + 1) {
+                let timeout = bases.ticks.instant_of(now + 1).map_or(bases.ticks.tick(), |at| {
+                    at.saturating_duration_since(std::time::Instant::now())
+                });
+                m.parker.park(token, Some(timeout));
+                continue;
+            }
+            // Parked past the next tick: a worker going active must wake us.
+            m.parked.store(true, SeqCst);
+            if self.hier.top_active() {
+                m.parked.store(false, SeqCst);
+                continue;
+            }
+            let timeout = next.map(|tick| {
+                bases.ticks.instant_of(tick).map_or(bases.ticks.tick(), |at| {
+                    at.saturating_duration_since(std::time::Instant::now())
+                })
+            });
+            m.parker.park(token, timeout);
+            m.parked.store(false, SeqCst);
+        }
+    }
+}
