@@ -1,15 +1,17 @@
 //! `utimer`: the command line tool of the utimer workspace.
 //!
-//! Today it has one subcommand, `bench`, which measures utimer side by side
-//! with the timer facilities people use instead (tokio's timer, tokio-util's
-//! `DelayQueue`, a binary heap, a `BTreeMap`, POSIX timers and `timerfd`).
-//! The cases, the peers and the methodology live in the `utimer-bench`
-//! library crate, which the Criterion benches use too; this is the front
-//! end.
+//! `bench` measures utimer side by side with the timer facilities people
+//! use instead (tokio's timer, tokio-util's `DelayQueue`, a binary heap, a
+//! `BTreeMap`, POSIX timers and `timerfd`). The cases, the peers and the
+//! methodology live in the `utimer-bench` library crate, which the
+//! Criterion benches use too; this is the front end. `sim` runs the pull
+//! model's deterministic simulator (`utimer::sim`, front end in `sim.rs`).
 //!
 //! Argument parsing is done by hand: the surface is four flags, and a parser
 //! dependency would cost more build time than it saves. Usage errors print a
 //! message and the usage text to stderr and exit with status 2.
+
+mod sim;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,6 +31,7 @@ Usage:
 Commands:
     bench     Benchmark utimer against tokio, DelayQueue, BinaryHeap, BTreeMap,
               POSIX timers and timerfd
+    sim       Simulate the pull model with virtual workers and time
     help      Print this message
 
 Options:
@@ -72,6 +75,7 @@ fn usage_error(message: impl Into<String>, usage: &'static str) -> UsageError {
 enum Command {
     Help(&'static str),
     Bench(bench::Options),
+    Sim(sim::SimOptions),
 }
 
 fn parse(args: &[String]) -> Result<Command, UsageError> {
@@ -81,6 +85,9 @@ fn parse(args: &[String]) -> Result<Command, UsageError> {
     match first.as_str() {
         "-h" | "--help" | "help" => Ok(Command::Help(USAGE)),
         "bench" => parse_bench(rest),
+        "sim" => sim::parse(rest)
+            .map(Command::Sim)
+            .map_err(|m| usage_error(m, sim::USAGE)),
         other if other.starts_with('-') => {
             Err(usage_error(format!("unknown option `{other}`"), USAGE))
         }
@@ -143,6 +150,17 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("utimer bench: error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Ok(Command::Sim(opts)) if opts.help => {
+            print!("{}", sim::USAGE);
+            ExitCode::SUCCESS
+        }
+        Ok(Command::Sim(opts)) => match sim::run(&opts) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("utimer sim: {e}");
                 ExitCode::FAILURE
             }
         },

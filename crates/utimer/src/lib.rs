@@ -49,6 +49,8 @@ mod error;
 mod migration;
 mod nohz;
 pub mod runtime;
+#[cfg(not(loom))]
+pub mod sim;
 mod sync;
 mod system;
 pub mod time;

@@ -63,11 +63,6 @@ impl Hierarchy {
         self.walk_up(w, Event::NONE, Why::Leave)
     }
 
-    /// Whether `w` takes part in the pull model.
-    pub(crate) fn is_member(&self, w: usize) -> bool {
-        lock(&self.leaves[w].inner).member
-    }
-
     /// Worker `w` is busy again (the kernel's `tmigr_cpu_activate()`):
     /// it expires its own movable timers from now on. Returns whether it
     /// made the top active (someone may have to start watching for stalls).
@@ -259,14 +254,6 @@ impl Hierarchy {
     /// Whether the top group has an active child.
     pub(crate) fn top_active(&self) -> bool {
         self.groups[self.top as usize].state().is_active()
-    }
-
-    /// The first movable event in the whole hierarchy as the top group has
-    /// it (meaningful while the top is idle).
-    pub(crate) fn top_first(&self) -> Option<(u64, usize)> {
-        let top = &self.groups[self.top as usize];
-        let first = lock(&top.events).first();
-        first.get().map(|e| (e.expires, e.worker as usize))
     }
 }
 

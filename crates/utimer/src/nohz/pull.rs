@@ -59,6 +59,12 @@ impl Monitor {
         }
     }
 
+    /// Bumped by every unpark: the simulator's way to see that the monitor
+    /// was woken.
+    pub(crate) fn token(&self) -> u32 {
+        self.parker.token()
+    }
+
     /// Wakes the monitor.
     pub(crate) fn unpark(&self) {
         self.parker.unpark();
@@ -151,6 +157,19 @@ impl Nohz {
         self.hier.monitor_wakeup().or(arm)
     }
 
+    /// The monitor is about to sleep past the next tick: from now on a
+    /// worker making the top active unparks it. Returns `false` if one
+    /// already did (run another round instead). Both sides are `SeqCst`:
+    /// either the worker sees `parked`, or this sees the top active.
+    pub(crate) fn monitor_may_park(&self) -> bool {
+        self.monitor.parked.store(true, SeqCst);
+        if self.hier.top_active() {
+            self.monitor.parked.store(false, SeqCst);
+            return false;
+        }
+        true
+    }
+
     /// Runs the monitor until [`Monitor::stop`], sleeping between rounds.
     pub(crate) fn monitor_loop(&self, bases: &Bases) {
         let m = &self.monitor;
@@ -168,10 +187,7 @@ impl Nohz {
                 m.parker.park(token, Some(timeout));
                 continue;
             }
-            // Parked past the next tick: a worker going active must wake us.
-            m.parked.store(true, SeqCst);
-            if self.hier.top_active() {
-                m.parked.store(false, SeqCst);
+            if !self.monitor_may_park() {
                 continue;
             }
             let timeout = next.map(|tick| {

@@ -1,0 +1,575 @@
+//! A deterministic simulator of the pull model: the real hierarchy, bases,
+//! idle computation, remote expiry and stall monitor, driven by virtual
+//! time (a manual clock) and virtual workers on one thread.
+//!
+//! Each simulated tick, in a seeded random order, every virtual worker
+//! acts: a busy one reaches its tick point (its expiry run, which expires
+//! idle workers' movable timers where it is the migrator), arms and cancels
+//! timers, and may go idle or stall (skip its tick points for a while); an
+//! idle one sleeps until the tick its idle computation returned or until
+//! its waker is called, and jobs arrive now and then to wake idle workers.
+//! Other arms come "from outside" onto idle workers' bases. The monitor
+//! runs when its round asked for the tick, or when it was woken.
+//!
+//! After every tick the simulator checks:
+//!
+//! * the hierarchy: each group's active mask and migrator agree with its
+//!   children ([`TimerSystem::check_hierarchy`]);
+//! * each timer fires at most once, never before its expiry, and not later
+//!   than one tick after its bucket's expiry (its granularity), or the stall
+//!   bound plus three ticks when a worker was stalled around then;
+//! * an idle worker wakes from its own sleep only for its pinned timers or
+//!   as the last worker to go idle, and its waker is called only for a
+//!   pinned timer armed on it or while no worker is active.
+//!
+//! At the end every worker becomes busy until every timer not cancelled
+//! has fired: exactly once. A failure names the seed, the tick and what
+//! broke. `utimer sim` runs it from the command line; `tests/sim.rs` runs
+//! fixed seeds and one random seed in CI.
+
+use crate::base::Bases;
+use crate::migration::Topology;
+use crate::nohz::Nohz;
+use crate::time::Clock;
+use crate::{Timer, TimerFlags, TimerSystem};
+use std::cell::Cell;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// What to simulate.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Virtual workers.
+    pub workers: usize,
+    /// NUMA nodes they are spread over.
+    pub nodes: usize,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Simulated ticks (1 ms each) before the final drain.
+    pub ticks: u64,
+    /// Ticks a busy worker may miss before it counts as stalled.
+    pub stall_bound: u64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            workers: 64,
+            nodes: 1,
+            seed: 1,
+            ticks: 2_000,
+            stall_bound: 2,
+        }
+    }
+}
+
+/// Mean and maximum of a per-operation count.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct Spread {
+    /// Mean.
+    pub mean: f64,
+    /// Maximum.
+    pub max: u64,
+}
+
+#[derive(Default)]
+struct Tally {
+    sum: u64,
+    n: u64,
+    max: u64,
+}
+
+impl Tally {
+    fn add(&mut self, v: u64) {
+        self.sum += v;
+        self.n += 1;
+        self.max = self.max.max(v);
+    }
+    fn spread(&self) -> Spread {
+        Spread {
+            mean: if self.n == 0 { 0.0 } else { self.sum as f64 / self.n as f64 },
+            max: self.max,
+        }
+    }
+}
+
+/// What a run measured.
+#[derive(Clone, Debug, Default)]
+pub struct SimReport {
+    /// Workers simulated.
+    pub workers: usize,
+    /// Levels of the hierarchy.
+    pub levels: u8,
+    /// Compare-and-swaps per idle entry.
+    pub idle_entry_cas: Spread,
+    /// Group locks per idle entry.
+    pub idle_entry_locks: Spread,
+    /// Compare-and-swaps per idle exit.
+    pub idle_exit_cas: Spread,
+    /// Group locks per idle exit (always 0: going active is lock-free).
+    pub idle_exit_locks: Spread,
+    /// Idle entries simulated.
+    pub idle_entries: u64,
+    /// Times an idle worker woke for a timer (its own sleep ending, or its
+    /// waker called), per simulated second, over all workers.
+    pub timer_wakeups_per_sec: f64,
+    /// Timers armed and fired.
+    pub timers_armed: u64,
+    /// Timers that fired.
+    pub timers_fired: u64,
+    /// Remote expiries (base runs on behalf of idle or stalled workers).
+    pub remote_expiries: u64,
+    /// Stalls the monitor found.
+    pub stalls: u64,
+    /// Worst lateness of a movable timer, in ticks after its bucket's
+    /// expiry.
+    pub max_late_global: u64,
+}
+
+/// A broken promise, with what reproduces it.
+#[derive(Clone, Debug)]
+pub struct SimFailure {
+    /// The run's seed.
+    pub seed: u64,
+    /// The tick at which the check failed.
+    pub tick: u64,
+    /// What broke.
+    pub what: String,
+}
+
+impl fmt::Display for SimFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "seed {} tick {}: {}", self.seed, self.tick, self.what)
+    }
+}
+
+impl std::error::Error for SimFailure {}
+
+/// SplitMix64: small, seeded, good enough for schedules.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn chance(&mut self, per_mille: u64) -> bool {
+        self.below(1000) < per_mille
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Phase {
+    Busy,
+    /// No tick points until this tick.
+    Stalled(u64),
+    Idle { wake_at: Option<u64>, local: Option<u64>, last: bool },
+}
+
+struct SimTimer {
+    timer: Timer,
+    fired: Arc<AtomicU64>,
+    fired_at: Arc<AtomicU64>,
+    pinned: bool,
+    owner: usize,
+    expires: u64,
+    fires_at: u64,
+    cancelled: bool,
+}
+
+struct Sim {
+    sys: TimerSystem,
+    clock: Clock,
+    rng: Rng,
+    cfg: SimConfig,
+    phase: Vec<Phase>,
+    woken: Vec<Arc<AtomicBool>>,
+    /// Pinned timers armed on a worker from outside this tick: its waker
+    /// may be called for them.
+    pinned_armed_on: Arc<AtomicU64>,
+    timers: Vec<SimTimer>,
+    report: SimReport,
+    entry: (Tally, Tally),
+    exit: (Tally, Tally),
+    timer_wakeups: u64,
+    last_stall_end: u64,
+    monitor_next: Option<u64>,
+    monitor_token: u32,
+    now: u64,
+}
+
+/// Runs one simulation.
+///
+/// # Errors
+/// The first broken promise.
+pub fn run(cfg: &SimConfig) -> Result<SimReport, SimFailure> {
+    let mut sim = Sim::new(cfg.clone());
+    for _ in 0..cfg.ticks {
+        sim.step(true)?;
+    }
+    sim.drain()?;
+    Ok(sim.finish())
+}
+
+/// Runs `ticks` random steps on `workers` workers and `nodes` nodes from
+/// `seed`, with the default stall bound.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_seed(workers: usize, nodes: usize, seed: u64, ticks: u64) -> Result<SimReport, SimFailure> {
+    run(&SimConfig {
+        workers,
+        nodes,
+        seed,
+        ticks,
+        ..SimConfig::default()
+    })
+}
+
+impl Sim {
+    fn new(cfg: SimConfig) -> Sim {
+        let clock = Clock::manual();
+        let sys = TimerSystem::builder()
+            .workers(cfg.workers)
+            .clock(clock.clone())
+            .topology(Topology::uniform(cfg.workers, cfg.nodes))
+            .stall_bound(cfg.stall_bound)
+            .build();
+        let n = sys.workers();
+        let pinned_armed_on = Arc::new(AtomicU64::new(u64::MAX));
+        let mut woken = Vec::new();
+        let core = sys.core();
+        for w in 0..n {
+            let flag = Arc::new(AtomicBool::new(false));
+            let (f, pinned, nohz) = (flag.clone(), pinned_armed_on.clone(), Arc::downgrade(&core.nohz));
+            core.nohz.swap_waker(
+                w,
+                Some(Arc::new(move || {
+                    // Woken for a pinned timer armed on it, or with nobody
+                    // active (the duty of the last idle worker).
+                    let legit = pinned.load(Relaxed) == w as u64
+                        || nohz.upgrade().is_none_or(|n| !n.hier.top_active());
+                    if !legit {
+                        f.store(false, Relaxed);
+                        WRONG_WAKE.with(|c| c.set(Some(w)));
+                        return;
+                    }
+                    f.store(true, Relaxed);
+                })),
+            );
+            core.nohz.hier.join(w, 0);
+            woken.push(flag);
+        }
+        let token = core.nohz.monitor.token();
+        Sim {
+            sys,
+            clock,
+            rng: Rng(cfg.seed ^ 0x5EED),
+            report: SimReport {
+                workers: n,
+                ..SimReport::default()
+            },
+            cfg,
+            phase: vec![Phase::Busy; n],
+            woken,
+            pinned_armed_on,
+            timers: Vec::new(),
+            entry: Default::default(),
+            exit: Default::default(),
+            timer_wakeups: 0,
+            last_stall_end: 0,
+            monitor_next: Some(1),
+            monitor_token: token,
+            now: 0,
+        }
+    }
+
+    fn parts(&self) -> (&Bases, &Nohz) {
+        let core = self.sys.core();
+        (&core.bases, &core.nohz)
+    }
+
+    fn fail(&self, what: String) -> SimFailure {
+        SimFailure {
+            seed: self.cfg.seed,
+            tick: self.now,
+            what,
+        }
+    }
+
+    /// Arms a timer on worker `w`'s base (as its thread or from outside).
+    fn arm(&mut self, w: usize, pinned: bool) -> Result<(), SimFailure> {
+        let fired = Arc::new(AtomicU64::new(0));
+        let fired_at = Arc::new(AtomicU64::new(0));
+        let (f, at, clock) = (fired.clone(), fired_at.clone(), self.clock.clone());
+        let flags = if pinned { TimerFlags::PINNED } else { TimerFlags::NONE };
+        let _enter = self.sys.enter(w).map_err(|e| self.fail(e.to_string()))?;
+        let timer = self.sys.timer_with_flags(flags, move |_| {
+            f.fetch_add(1, Relaxed);
+            at.store(clock.advance(0), Relaxed);
+        });
+        let delta = match self.rng.below(10) {
+            0..=5 => 1 + self.rng.below(64),
+            6..=8 => 64 + self.rng.below(1_000),
+            _ => 1_000 + self.rng.below(5_000),
+        };
+        let expires = self.now + delta;
+        self.pinned_armed_on.store(if pinned { w as u64 } else { u64::MAX }, Relaxed);
+        let armed = timer.modify(expires);
+        self.pinned_armed_on.store(u64::MAX, Relaxed);
+        armed.map_err(|e| self.fail(format!("arm: {e}")))?;
+        let fires_at = timer.fires_at().ok_or_else(|| self.fail("armed timer not pending".into()))?;
+        self.timers.push(SimTimer {
+            timer,
+            fired,
+            fired_at,
+            pinned,
+            owner: w,
+            expires,
+            fires_at,
+            cancelled: false,
+        });
+        self.report.timers_armed += 1;
+        Ok(())
+    }
+
+    fn go_idle(&mut self, w: usize) {
+        let (bases, nohz) = self.parts();
+        let before = nohz.hier.stats(w);
+        let next = nohz.idle_enter(bases, w);
+        let after = nohz.hier.stats(w);
+        self.entry.0.add(after.cas - before.cas);
+        self.entry.1.add(after.locks - before.locks);
+        self.report.idle_entries += 1;
+        self.phase[w] = Phase::Idle {
+            wake_at: next.earliest(),
+            local: next.local,
+            last: next.global.is_some(),
+        };
+    }
+
+    fn wake(&mut self, w: usize) {
+        let (bases, nohz) = self.parts();
+        let before = nohz.hier.stats(w);
+        nohz.idle_exit(bases, w);
+        let after = nohz.hier.stats(w);
+        self.exit.0.add(after.cas - before.cas);
+        self.exit.1.add(after.locks - before.locks);
+        self.woken[w].store(false, Relaxed);
+        self.phase[w] = Phase::Busy;
+    }
+
+    fn tick_point(&mut self, w: usize) {
+        let (bases, nohz) = self.parts();
+        nohz.run_expired(bases, w, self.now);
+    }
+
+    /// One tick: every worker acts, the monitor runs, then the checks.
+    fn step(&mut self, arming: bool) -> Result<(), SimFailure> {
+        self.now += 1;
+        self.clock.set(self.now);
+        let n = self.phase.len();
+        let start = self.rng.below(n as u64) as usize;
+        let stride = [1, 3, 5, 7][self.rng.below(4) as usize];
+        for i in 0..n {
+            let w = (start + i * stride) % n;
+            self.act(w, arming)?;
+        }
+        // Arms from outside onto idle workers' bases.
+        if arming {
+            for _ in 0..1 + n / 64 {
+                let w = self.rng.below(n as u64) as usize;
+                let pinned = self.rng.chance(100);
+                self.arm(w, pinned)?;
+            }
+        }
+        self.run_monitor();
+        if let Some(w) = WRONG_WAKE.with(|c| c.take()) {
+            return Err(self.fail(format!(
+                "worker {w}'s waker was called with workers active and no pinned timer armed on it"
+            )));
+        }
+        self.sys.check_hierarchy().map_err(|e| self.fail(e))?;
+        self.check_timers(false)
+    }
+
+    fn act(&mut self, w: usize, arming: bool) -> Result<(), SimFailure> {
+        match self.phase[w] {
+            Phase::Stalled(until) if self.now < until => Ok(()),
+            Phase::Stalled(_) => {
+                self.last_stall_end = self.now;
+                self.phase[w] = Phase::Busy;
+                self.tick_point(w);
+                Ok(())
+            }
+            Phase::Idle { wake_at, local, last } => {
+                let woken = self.woken[w].load(Relaxed);
+                let due = wake_at.is_some_and(|t| t <= self.now);
+                if due && !woken && wake_at != local && !last {
+                    return Err(self.fail(format!(
+                        "worker {w} armed a wake-up for {wake_at:?} with its first pinned timer at {local:?} and not the last idle worker"
+                    )));
+                }
+                let job = arming && self.rng.chance(5);
+                if !(woken || due || job) {
+                    return Ok(());
+                }
+                if woken || due {
+                    self.timer_wakeups += 1;
+                }
+                self.wake(w);
+                self.tick_point(w);
+                Ok(())
+            }
+            Phase::Busy => {
+                self.tick_point(w);
+                if arming {
+                    if self.rng.chance(300) {
+                        let pinned = self.rng.chance(200);
+                        self.arm(w, pinned)?;
+                    }
+                    if self.rng.chance(150) && !self.timers.is_empty() {
+                        let i = self.rng.below(self.timers.len() as u64) as usize;
+                        let t = &mut self.timers[i];
+                        if !t.cancelled && t.timer.delete() {
+                            t.cancelled = true;
+                        }
+                    }
+                    if self.rng.chance(4) {
+                        let len = 1 + self.rng.below(4 * self.cfg.stall_bound + 8);
+                        self.phase[w] = Phase::Stalled(self.now + len);
+                        return Ok(());
+                    }
+                }
+                if !arming || self.rng.chance(250) {
+                    if arming || self.rng.chance(1) {
+                        self.go_idle(w);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn run_monitor(&mut self) {
+        let token = self.sys.core().nohz.monitor.token();
+        let woken = token != self.monitor_token;
+        if woken || self.monitor_next.is_some_and(|t| t <= self.now) {
+            let (bases, nohz) = self.parts();
+            let mut next = nohz.monitor_round(bases, self.now);
+            if next != Some(self.now + 1) && !nohz.monitor_may_park() {
+                next = Some(self.now + 1);
+            }
+            self.monitor_next = next;
+            self.monitor_token = self.sys.core().nohz.monitor.token();
+        }
+    }
+
+    fn any_stall_near(&self, from: u64) -> bool {
+        self.last_stall_end + 1 >= from
+            || self.phase.iter().any(|p| matches!(p, Phase::Stalled(_)))
+    }
+
+    fn check_timers(&mut self, end: bool) -> Result<(), SimFailure> {
+        let bound = self.cfg.stall_bound;
+        let mut fail = None;
+        for t in &self.timers {
+            let fired = t.fired.load(Relaxed);
+            if fired > 1 {
+                fail = Some(format!("a timer fired {fired} times"));
+            } else if fired == 1 && t.cancelled {
+                fail = Some("a cancelled timer fired".into());
+            } else if fired == 1 && t.fired_at.load(Relaxed) < t.expires {
+                fail = Some(format!("a timer for tick {} fired early, at {}", t.expires, t.fired_at.load(Relaxed)));
+            } else if !t.pinned && !t.cancelled {
+                let at = if fired == 1 { t.fired_at.load(Relaxed) } else { self.now };
+                let late = at.saturating_sub(t.fires_at);
+                let allowed = if self.any_stall_near(t.fires_at.saturating_sub(bound + 3)) {
+                    bound + 3
+                } else {
+                    1
+                };
+                if late > allowed && (fired == 1 || at > t.fires_at + allowed) {
+                    fail = Some(format!(
+                        "worker {}'s movable timer due at {} (bucket {}) fired {late} ticks late (allowed {allowed}){}",
+                        t.owner,
+                        t.expires,
+                        t.fires_at,
+                        if fired == 0 { ", not yet" } else { "" }
+                    ));
+                    if std::env::var_os("UTIMER_SIM_DEBUG").is_some() {
+                        eprintln!("phases: {:?}", self.phase);
+                        for (i, g) in self.sys.hierarchy().iter().enumerate() {
+                            eprintln!("group {i}: {g:?}");
+                        }
+                        eprintln!("owner stats {:?} next {:?}", self.sys.migration_stats(t.owner), self.sys.next_expiry(t.owner));
+                    }
+                }
+                if fired == 1 {
+                    self.report.max_late_global = self.report.max_late_global.max(late);
+                }
+            }
+            if end && fired == 0 && !t.cancelled {
+                fail = Some(format!("a timer due at {} never fired", t.expires));
+            }
+            if fail.is_some() {
+                break;
+            }
+        }
+        match fail {
+            Some(f) => Err(self.fail(f)),
+            None => {
+                if !end {
+                    // Done timers need no more checking.
+                    self.timers.retain(|t| t.fired.load(Relaxed) == 0 && !t.cancelled);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Everybody busy until every pending timer has fired.
+    fn drain(&mut self) -> Result<(), SimFailure> {
+        for w in 0..self.phase.len() {
+            if matches!(self.phase[w], Phase::Idle { .. }) {
+                self.wake(w);
+            } else {
+                self.phase[w] = Phase::Busy;
+            }
+        }
+        let last = self.timers.iter().map(|t| t.fires_at).max().unwrap_or(0);
+        while self.now <= last + 1 {
+            self.step(false)?;
+        }
+        self.check_timers(true)
+    }
+
+    fn finish(mut self) -> SimReport {
+        let nohz = &self.sys.core().nohz;
+        let mut r = std::mem::take(&mut self.report);
+        r.levels = nohz.hier.levels();
+        r.idle_entry_cas = self.entry.0.spread();
+        r.idle_entry_locks = self.entry.1.spread();
+        r.idle_exit_cas = self.exit.0.spread();
+        r.idle_exit_locks = self.exit.1.spread();
+        for w in 0..r.workers {
+            let s = nohz.hier.stats(w);
+            r.remote_expiries += s.remote_expiries;
+            r.stalls += s.stalls;
+        }
+        r.timers_fired = r.timers_armed; // every armed timer fired or was cancelled (checked)
+        r.timer_wakeups_per_sec = self.timer_wakeups as f64 * 1000.0 / self.now.max(1) as f64;
+        r
+    }
+}
+
+thread_local! {
+    static WRONG_WAKE: Cell<Option<usize>> = const { Cell::new(None) };
+}
