@@ -199,7 +199,8 @@ struct Sim {
     entry: (Tally, Tally),
     exit: (Tally, Tally),
     timer_wakeups: u64,
-    last_stall_end: u64,
+    /// Stall episodes: (worker, its last tick point, tick it ended).
+    stalls: Vec<(usize, u64, u64)>,
     monitor_next: Option<u64>,
     monitor_token: u32,
     now: u64,
@@ -284,7 +285,7 @@ impl Sim {
             entry: Default::default(),
             exit: Default::default(),
             timer_wakeups: 0,
-            last_stall_end: 0,
+            stalls: Vec::new(),
             monitor_next: Some(1),
             monitor_token: token,
             now: 0,
@@ -310,17 +311,24 @@ impl Sim {
         let fired_at = Arc::new(AtomicU64::new(0));
         let (f, at, clock) = (fired.clone(), fired_at.clone(), self.clock.clone());
         let flags = if pinned { TimerFlags::PINNED } else { TimerFlags::NONE };
-        let _enter = self.sys.enter(w).map_err(|e| self.fail(e.to_string()))?;
-        let timer = self.sys.timer_with_flags(flags, move |_| {
-            f.fetch_add(1, Relaxed);
-            at.store(clock.advance(0), Relaxed);
-        });
         let delta = match self.rng.below(10) {
             0..=5 => 1 + self.rng.below(64),
             6..=8 => 64 + self.rng.below(1_000),
             _ => 1_000 + self.rng.below(5_000),
         };
         let expires = self.now + delta;
+        let expires_for_trace = expires;
+        let _enter = self.sys.enter(w).map_err(|e| self.fail(e.to_string()))?;
+        let timer = self.sys.timer_with_flags(flags, move |_| {
+            f.fetch_add(1, Relaxed);
+            at.store(clock.advance(0), Relaxed);
+            if TRACE.with(|t| *t) {
+                eprintln!("  fired (armed for {expires_for_trace})");
+            }
+        });
+        if TRACE.with(|t| *t) {
+            eprintln!("t={} arm on {w} pinned={pinned} expires={expires}", self.now);
+        }
         self.pinned_armed_on.store(if pinned { w as u64 } else { u64::MAX }, Relaxed);
         let armed = timer.modify(expires);
         self.pinned_armed_on.store(u64::MAX, Relaxed);
@@ -377,7 +385,11 @@ impl Sim {
         self.clock.set(self.now);
         let n = self.phase.len();
         let start = self.rng.below(n as u64) as usize;
-        let stride = [1, 3, 5, 7][self.rng.below(4) as usize];
+        // A stride coprime with n visits every worker once.
+        let mut stride = [1, 3, 5, 7, 11, 13][self.rng.below(6) as usize];
+        while gcd(stride, n) != 1 {
+            stride -= 2;
+        }
         for i in 0..n {
             let w = (start + i * stride) % n;
             self.act(w, arming)?;
@@ -401,10 +413,12 @@ impl Sim {
     }
 
     fn act(&mut self, w: usize, arming: bool) -> Result<(), SimFailure> {
+        if TRACE.with(|t| *t) {
+            eprintln!("t={} w={w} {:?}", self.now, self.phase[w]);
+        }
         match self.phase[w] {
             Phase::Stalled(until) if self.now < until => Ok(()),
             Phase::Stalled(_) => {
-                self.last_stall_end = self.now;
                 self.phase[w] = Phase::Busy;
                 self.tick_point(w);
                 Ok(())
@@ -445,6 +459,8 @@ impl Sim {
                     if self.rng.chance(4) {
                         let len = 1 + self.rng.below(4 * self.cfg.stall_bound + 8);
                         self.phase[w] = Phase::Stalled(self.now + len);
+                        // Its last tick point was this tick.
+                        self.stalls.push((w, self.now, self.now + len));
                         return Ok(());
                     }
                 }
@@ -472,9 +488,14 @@ impl Sim {
         }
     }
 
-    fn any_stall_near(&self, from: u64) -> bool {
-        self.last_stall_end + 1 >= from
-            || self.phase.iter().any(|p| matches!(p, Phase::Stalled(_)))
+    /// Stall episodes that overlap ticks `from ..= to`: each one can hold a
+    /// movable timer up by the stall bound plus two ticks (detection by the
+    /// monitor, then a migrator's tick).
+    fn stalls_between(&self, from: u64, to: u64) -> u64 {
+        self.stalls
+            .iter()
+            .filter(|&&(_, start, end)| start <= to && end >= from)
+            .count() as u64
     }
 
     fn check_timers(&mut self, end: bool) -> Result<(), SimFailure> {
@@ -491,11 +512,8 @@ impl Sim {
             } else if !t.pinned && !t.cancelled {
                 let at = if fired == 1 { t.fired_at.load(Relaxed) } else { self.now };
                 let late = at.saturating_sub(t.fires_at);
-                let allowed = if self.any_stall_near(t.fires_at.saturating_sub(bound + 3)) {
-                    bound + 3
-                } else {
-                    1
-                };
+                let stalls = self.stalls_between(t.fires_at.saturating_sub(bound + 3), at);
+                let allowed = 1 + stalls * (bound + 2);
                 if late > allowed && (fired == 1 || at > t.fires_at + allowed) {
                     fail = Some(format!(
                         "worker {}'s movable timer due at {} (bucket {}) fired {late} ticks late (allowed {allowed}){}",
@@ -541,6 +559,12 @@ impl Sim {
             if matches!(self.phase[w], Phase::Idle { .. }) {
                 self.wake(w);
             } else {
+                if let Phase::Stalled(_) = self.phase[w] {
+                    // Ends now: its episode's end moves here.
+                    if let Some(ep) = self.stalls.iter_mut().rev().find(|e| e.0 == w) {
+                        ep.2 = self.now;
+                    }
+                }
                 self.phase[w] = Phase::Busy;
             }
         }
@@ -570,6 +594,15 @@ impl Sim {
     }
 }
 
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 thread_local! {
+    static TRACE: bool = std::env::var_os("UTIMER_SIM_TRACE").is_some();
     static WRONG_WAKE: Cell<Option<usize>> = const { Cell::new(None) };
 }

@@ -113,8 +113,8 @@ impl Nohz {
     /// its next expiry (the kernel's `tmigr_handle_remote_cpu()`).
     fn expire_remote(&self, bases: &Bases, me: Option<usize>, w: usize, now: u64) -> usize {
         let base = bases.base(w, BaseKind::Global);
-        let done = run_expired(base, now);
         self.hier.count_remote(me, w);
+        let done = run_expired(base, now);
         let top = base.with_next_expiry(|next| match self.hier.remote_update(w, next) {
             Some(top) => (top, Some(next.unwrap_or(u64::MAX))),
             None => (TopIdle::default(), None),
