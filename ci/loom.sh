@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Loom models of the cross-thread protocols: crates/utimer/tests/loom.rs
 # (modify, migration, expiry, drop racing a running callback and a re-arm,
-# delete_sync, shutdown_sync) and the parker's model in src/sync/parker.rs.
+# delete_sync, shutdown_sync), the parker's model in src/sync/parker.rs,
+# the pull model's hierarchy (src/migration/tests.rs: the state word's
+# sequence-counter race, the last idle worker's wake-up, a new timer racing
+# it) and remote expiry (src/nohz/pull.rs: a stalled worker and its
+# migrator sharing a base, delete_sync against a remote expiry).
 # Under --cfg loom every atomic, the base lock, the lock-protected cells and
 # the thread-locals come from loom (src/sync).
 set -euo pipefail

@@ -161,6 +161,8 @@
 mod group;
 mod ops;
 mod state;
+#[cfg(all(test, loom))]
+mod tests;
 mod topology;
 mod trace;
 mod walk;

@@ -7,7 +7,7 @@ use super::state::GroupState;
 use super::topology::Child;
 use super::Hierarchy;
 use std::sync::atomic::Ordering::SeqCst;
-use std::sync::MutexGuard;
+use crate::sync::MutexGuard;
 
 /// Why an event walk runs: decides what happens when it finds the top group
 /// idle.

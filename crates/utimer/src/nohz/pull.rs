@@ -200,3 +200,108 @@ impl Nohz {
         }
     }
 }
+
+/// Loom models of remote expiry (run by `ci/loom.sh`): the real expiry
+/// run, hierarchy and monitor, with loom's atomics and locks.
+#[cfg(all(test, loom))]
+mod tests {
+    use crate::{Clock, Timer, TimerSystem, Topology};
+    use loom::sync::atomic::{AtomicBool, AtomicUsize};
+    use loom::sync::Arc;
+    use loom::thread;
+    use std::sync::atomic::Ordering::SeqCst;
+
+    fn model(f: impl Fn() + Sync + Send + 'static) {
+        let mut b = loom::model::Builder::new();
+        b.preemption_bound = Some(3);
+        b.check(f);
+    }
+
+    /// Two workers in one group, both members; worker 1 has a movable timer
+    /// at tick 5 that asserts it never runs twice at once; at tick 10 the
+    /// monitor finds worker 1 stalled, so worker 0 (the migrator) may pull
+    /// it.
+    fn stalled_setup(rearm: bool) -> (Arc<TimerSystem>, Timer, Arc<AtomicUsize>) {
+        let clock = Clock::manual();
+        let sys = Arc::new(
+            TimerSystem::builder()
+                .workers(2)
+                .clock(clock.clone())
+                .topology(Topology::flat(2))
+                .build(),
+        );
+        let core = sys.core();
+        core.nohz.hier.join(0, 0);
+        core.nohz.hier.join(1, 0);
+        let fired = Arc::new(AtomicUsize::new(0));
+        let running = Arc::new(AtomicBool::new(false));
+        let (f, r) = (fired.clone(), running.clone());
+        let timer = {
+            let _on = sys.enter(1).unwrap();
+            let t = sys.timer(move |t| {
+                assert!(!r.swap(true, SeqCst), "one callback at a time");
+                if f.fetch_add(1, SeqCst) == 0 && rearm {
+                    // Due again at once: a second run of this base that
+                    // started now would run it beside this call.
+                    t.modify(10).unwrap();
+                }
+                r.store(false, SeqCst);
+            });
+            t.modify(5).unwrap();
+            t
+        };
+        clock.set(10);
+        core.nohz.hier.heartbeat(0, 10);
+        core.nohz.monitor_round(&core.bases, 10);
+        assert_eq!(core.nohz.hier.stats(1).stalls, 1);
+        (sys, timer, fired)
+    }
+
+    /// The stalled worker returns to its tick point while the migrator
+    /// expires its global base, and the callback re-arms itself to "now"
+    /// once: it runs exactly twice, never twice at once.
+    #[test]
+    fn stalled_worker_and_migrator_share_a_base() {
+        model(|| {
+            let (sys, timer, fired) = stalled_setup(true);
+            let s2 = sys.clone();
+            let migrator = thread::spawn(move || {
+                let _me = s2.enter(0).unwrap();
+                let core = s2.core();
+                core.nohz.run_expired(&core.bases, 0, 10);
+            });
+            let _me = sys.enter(1).unwrap();
+            let core = sys.core();
+            core.nohz.run_expired(&core.bases, 1, 10);
+            migrator.join().unwrap();
+            // Whoever lost the race for the base left the timer to the run
+            // under way; a last tick point of each settles it.
+            core.nohz.run_expired(&core.bases, 1, 10);
+            core.nohz.run_expired(&core.bases, 1, 10);
+            assert_eq!(fired.load(SeqCst), 2);
+            assert!(!timer.is_pending());
+            core.nohz.hier.check().unwrap();
+        });
+    }
+
+    /// `delete_sync` racing a remote expiry: when it returns, the callback
+    /// is not running, and it ran exactly when the timer was no longer
+    /// pending.
+    #[test]
+    fn remote_expiry_vs_delete_sync() {
+        model(|| {
+            let (sys, timer, fired) = stalled_setup(false);
+            let s2 = sys.clone();
+            let migrator = thread::spawn(move || {
+                let _me = s2.enter(0).unwrap();
+                let core = s2.core();
+                core.nohz.run_expired(&core.bases, 0, 10);
+            });
+            let was_pending = timer.delete_sync().unwrap();
+            let after = fired.load(SeqCst);
+            migrator.join().unwrap();
+            assert_eq!(fired.load(SeqCst), after, "no callback after delete_sync");
+            assert_eq!(after + was_pending as usize, 1);
+        });
+    }
+}

@@ -20,9 +20,9 @@ mod spinlock;
 pub(crate) use spinlock::SpinLock;
 
 #[cfg(loom)]
-pub(crate) use loom::sync::Mutex;
+pub(crate) use loom::sync::{Mutex, MutexGuard};
 #[cfg(not(loom))]
-pub(crate) use std::sync::Mutex;
+pub(crate) use std::sync::{Mutex, MutexGuard};
 
 /// `std::cell::UnsafeCell` with loom's closure-based interface, so that
 /// the same code compiles under both. Under loom, each access is checked
