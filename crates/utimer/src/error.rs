@@ -27,6 +27,17 @@ pub enum TimerError {
         /// The index given (saturated to `u32::MAX`).
         worker: u32,
     },
+    /// Taking a worker offline that is offline, or bringing one online that
+    /// is online.
+    WorkerState {
+        /// The worker.
+        worker: u32,
+        /// Whether it is online.
+        online: bool,
+    },
+    /// Taking the last online worker offline: its timers would have nowhere
+    /// to go.
+    LastWorker,
     /// A [`Topology`](crate::Topology) override describes another number of
     /// workers than the system has.
     BadTopology {
@@ -52,6 +63,15 @@ impl fmt::Display for TimerError {
             TimerError::NoSuchWorker { worker } => {
                 write!(f, "no worker {worker}: worker indices start at 0 and stay below the system's worker count")
             }
+            TimerError::WorkerState { worker, online: true } => {
+                write!(f, "worker {worker} is already online")
+            }
+            TimerError::WorkerState { worker, online: false } => {
+                write!(f, "worker {worker} is already offline")
+            }
+            TimerError::LastWorker => f.write_str(
+                "the last online worker cannot go offline: its timers would have nowhere to go",
+            ),
             TimerError::BadTopology { workers, described } => write!(
                 f,
                 "the topology describes {described} workers but the system has {workers}: give one node per worker"

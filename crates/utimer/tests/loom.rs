@@ -284,3 +284,34 @@ fn delete_sync_vs_rearm_from_callback() {
         expirer.join().unwrap();
     });
 }
+
+/// A worker taken offline while another thread arms a timer on it: the
+/// timer ends up on the online worker exactly once (moved, or routed
+/// there), and fires there once.
+#[test]
+fn offline_vs_concurrent_arm() {
+    model(|| {
+        let (sys, clock) = system(2);
+        let fired = Arc::new(AtomicUsize::new(0));
+        let f = fired.clone();
+        // Bound to a worker: a home worker would be picked from a global
+        // counter, which differs between loom's iterations.
+        let me = sys.enter(0).unwrap();
+        let t = Arc::new(sys.timer(move |_| {
+            f.fetch_add(1, SeqCst);
+        }));
+        drop(me);
+        let (s2, t2) = (sys.clone(), t.clone());
+        let armer = thread::spawn(move || {
+            let _on = s2.enter(1).unwrap();
+            t2.modify(5).unwrap();
+        });
+        assert_eq!(sys.offline(1).map(|n| n <= 1), Ok(true));
+        armer.join().unwrap();
+        assert!(t.is_pending());
+        clock.set(5);
+        assert_eq!(sys.run_expired(1, 5).unwrap(), 0);
+        assert_eq!(sys.run_expired(0, 5).unwrap(), 1);
+        assert_eq!(fired.load(SeqCst), 1);
+    });
+}

@@ -19,7 +19,7 @@
 //!
 //! # Ground rules: who may touch what
 //!
-//! * The wheel, the statistics, `dead`, `expiring` and `waiters` are only
+//! * The wheel, the statistics, `dead`, `offline`, `expiring` and `waiters` are only
 //!   touched with the base's lock held, through a `BaseGuard`.
 //! * A timer's state word, base link and wheel key are written only by a
 //!   thread holding the lock of the base named in the timer's base link;
@@ -69,12 +69,14 @@
 //! `BaseGuard::add_timer`).
 
 mod expire;
+mod hotplug;
 mod stats;
 mod table;
 
 pub(crate) use expire::{in_callback, run_expired, running_here};
 pub use stats::BaseStats;
 pub(crate) use stats::Counters;
+pub(crate) use hotplug::Hotplug;
 pub(crate) use table::{Bases, BasesConfig, Binding, Hooks, PanicHook};
 
 use crate::entry::{Locked, RawTimer, TimerRef, MIGRATING};
@@ -120,6 +122,9 @@ pub(crate) struct BaseInner {
     pub(crate) stats: Counters,
     /// Set when the system shuts down: the base accepts no more timers.
     pub(crate) dead: bool,
+    /// The worker is offline (`hotplug.rs`): no arm lands here and no
+    /// expiry run starts here.
+    pub(crate) offline: bool,
     /// An expiry run of this base is under way (on some thread, maybe in an
     /// outer frame of this one): no second run may start.
     pub(crate) expiring: bool,
@@ -198,6 +203,7 @@ impl Base {
                 wheel: Wheel::build(clk, config.capacity),
                 stats: Counters::default(),
                 dead: false,
+                offline: false,
                 expiring: false,
                 waiters: 0,
             }),

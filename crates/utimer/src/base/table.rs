@@ -63,6 +63,7 @@ pub(crate) struct Bases {
     pub(crate) ticks: TickSource,
     hooks: Arc<dyn Hooks>,
     panic_hook: Option<PanicHook>,
+    pub(crate) hotplug: super::Hotplug,
 }
 
 thread_local! {
@@ -98,6 +99,7 @@ impl Bases {
             ticks,
             hooks,
             panic_hook,
+            hotplug: super::Hotplug::new(workers),
         })
     }
 

@@ -127,6 +127,10 @@ pub(crate) struct LeafInner {
     /// The worker takes part in the pull model (it registered, or was
     /// brought online).
     pub(crate) member: bool,
+    /// The worker is offline: it joins again when it comes back if
+    /// `rejoin` (it was a member, or registered meanwhile).
+    pub(crate) offline: bool,
+    pub(crate) rejoin: bool,
     /// Its first movable expiry as reported to its group while it is not
     /// active (`NEVER`: none).
     pub(crate) event: u64,
@@ -159,6 +163,8 @@ impl Leaf {
         Leaf {
             inner: Mutex::new(LeafInner {
                 member: false,
+                offline: false,
+                rejoin: false,
                 event: NEVER,
             }),
             active: AtomicBool::new(false),

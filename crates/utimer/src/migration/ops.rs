@@ -33,6 +33,10 @@ impl Hierarchy {
     pub(crate) fn join(&self, w: usize, now: u64) -> bool {
         let leaf = &self.leaves[w];
         let mut inner = lock(&leaf.inner);
+        if inner.offline {
+            inner.rejoin = true;
+            return false;
+        }
         if inner.member {
             return false;
         }
@@ -52,6 +56,7 @@ impl Hierarchy {
     pub(crate) fn leave(&self, w: usize) -> TopIdle {
         let leaf = &self.leaves[w];
         let mut inner = lock(&leaf.inner);
+        inner.rejoin = false;
         if !inner.member {
             return TopIdle::default();
         }
@@ -61,6 +66,35 @@ impl Hierarchy {
         leaf.stalled.store(false, SeqCst);
         self.trace_cpu(w, "offline");
         self.walk_up(w, Event::NONE, Why::Leave)
+    }
+
+    /// Worker `w` goes offline: out of the pull model until
+    /// [`online`](Self::online), which brings it back if it was a member.
+    pub(crate) fn offline(&self, w: usize) -> TopIdle {
+        let leaf = &self.leaves[w];
+        let mut inner = lock(&leaf.inner);
+        inner.offline = true;
+        inner.rejoin = inner.member;
+        if !inner.member {
+            return TopIdle::default();
+        }
+        inner.member = false;
+        inner.event = NEVER;
+        leaf.active.store(false, SeqCst);
+        leaf.stalled.store(false, SeqCst);
+        self.trace_cpu(w, "offline");
+        self.walk_up(w, Event::NONE, Why::Leave)
+    }
+
+    /// Worker `w` is back online; rejoins (active) if it was a member.
+    /// Returns whether it made the top active.
+    pub(crate) fn online(&self, w: usize, now: u64) -> bool {
+        let rejoin = {
+            let mut inner = lock(&self.leaves[w].inner);
+            inner.offline = false;
+            std::mem::take(&mut inner.rejoin)
+        };
+        rejoin && self.join(w, now)
     }
 
     /// Worker `w` is busy again (the kernel's `tmigr_cpu_activate()`):

@@ -281,6 +281,49 @@ impl TimerSystem {
         self.core.nohz.monitor.stop();
     }
 
+    /// Takes `worker` offline at run time (the kernel's CPU hot-unplug):
+    /// no timer is armed on it or expired by it any more, and its pending
+    /// timers, pinned ones included, move to an online worker (the next
+    /// online one after it), which fires them as it would its own: nothing
+    /// is lost, nothing fires twice. A callback running on it finishes
+    /// first (this waits for it); `delete_sync` of a moving timer waits
+    /// until it has landed. Threads bound to it keep arming, on the worker
+    /// it is routed to. Returns how many timers moved.
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchWorker`]; [`TimerError::WorkerState`] if it is
+    /// already offline; [`TimerError::LastWorker`] if no other worker is
+    /// online; [`TimerError::InCallback`] inside a timer callback (the wait
+    /// could be for that very callback).
+    pub fn offline(&self, worker: usize) -> Result<usize, TimerError> {
+        // (Timers that land on an idle target before it planned to wake
+        // call the wake hook as any arm does.)
+        let (moved, _to) = self.core.bases.take_offline(worker)?;
+        let top = self.core.nohz.hier.offline(worker);
+        self.core.nohz.act(top);
+        Ok(moved)
+    }
+
+    /// Brings `worker` back online (the kernel's CPU hot-plug): timers are
+    /// armed on it again, and if it was registered it takes part in the
+    /// pull model again. Timers that moved away stay where they are.
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchWorker`]; [`TimerError::WorkerState`] if it is
+    /// already online.
+    pub fn online(&self, worker: usize) -> Result<(), TimerError> {
+        self.core.bases.bring_online(worker)?;
+        if self.core.nohz.hier.online(worker, self.core.bases.ticks.now()) {
+            self.core.nohz.monitor.someone_active();
+        }
+        Ok(())
+    }
+
+    /// Whether `worker` is online (`false` for an index out of range).
+    pub fn is_online(&self, worker: usize) -> bool {
+        worker < self.workers() && self.core.bases.is_online(worker)
+    }
+
     /// The crate's own view, for the simulator.
     pub(crate) fn core(&self) -> &Core {
         &self.core

@@ -226,7 +226,7 @@ fn lock_if_home(t: TimerRef<'_>, worker: Option<u32>) -> Option<BaseGuard<'_>> {
     let worker = worker.map_or_else(|| table.current_worker(), |w| w as usize);
     let flags = timer.flags();
     let home = Bases::base_index(worker, flags) == guard.base.index as usize;
-    (!guard.dead && flags & SHUTDOWN == 0 && home).then_some(guard)
+    (!guard.dead && !guard.offline && flags & SHUTDOWN == 0 && home).then_some(guard)
 }
 
 /// Re-arms a pending timer to another bucket: the common case (it stays on
@@ -326,15 +326,23 @@ fn modify_locked(
     guard.detach_if_pending(t);
 
     let table = guard.base.table();
-    let worker = match mode {
+    let worker = table.route(match mode {
         Mode::Add(Some(worker)) => worker as usize,
         _ => table.current_worker(),
-    };
+    });
     let target = table.base_for(worker, timer.flags());
     if !std::ptr::eq(target, guard.base) && !guard.base.is_running(t) {
         // Between the two locks the timer is on no base; MIGRATING makes
         // lock_timer_base() wait for it to arrive.
         guard = guard.migrate(t, target);
+        while guard.offline {
+            // Its worker went offline between the route and the lock: the
+            // hot-unplug has drained this base (or will not see this
+            // timer), so go on to where it routes now. One worker always
+            // stays online.
+            let to = table.base_for(table.route(worker), timer.flags());
+            guard = guard.migrate(t, to);
+        }
         if guard.dead {
             // The system shut down meanwhile; the detached timer stays
             // cancelled, as every timer is at shutdown.
