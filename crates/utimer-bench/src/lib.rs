@@ -52,6 +52,7 @@ mod threads;
 mod latency;
 mod seed000;
 mod seed002;
+mod seed004;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -74,6 +75,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
     threads::run_all(&mut r);
     seed002::run(&mut r);
     seed000::run(&mut r);
+    seed004::run(&mut r);
     latency::run(&mut r);
     if r.records.is_empty() {
         return Err(match &opts.filter {

@@ -58,14 +58,19 @@ pub(crate) fn parse(args: &[String]) -> Result<SimOptions, String> {
         let num = |max: u64| -> Result<u64, String> {
             match raw.parse::<u64>() {
                 Ok(v) if (1..=max).contains(&v) => Ok(v),
-                _ => Err(format!("`{flag}` needs a whole number from 1 to {max}, not `{raw}`")),
+                _ => Err(format!(
+                    "`{flag}` needs a whole number from 1 to {max}, not `{raw}`"
+                )),
             }
         };
         match flag {
             "--workers" => o.workers = Some(num(65_536)? as usize),
             "--nodes" => o.nodes = Some(num(1_024)? as usize),
             "--seed" => {
-                o.seed = Some(raw.parse().map_err(|_| format!("`--seed` needs a number, not `{raw}`"))?)
+                o.seed = Some(
+                    raw.parse()
+                        .map_err(|_| format!("`--seed` needs a number, not `{raw}`"))?,
+                )
             }
             "--ticks" => o.ticks = Some(num(10_000_000)?),
             "--stall-bound" => o.stall_bound = Some(num(1_000)?),
@@ -112,18 +117,38 @@ pub(crate) fn run(o: &SimOptions) -> Result<(), sim::SimFailure> {
         Some(w) => vec![w],
         None => vec![8, 64, 512, 1024],
     };
-    println!("pull model simulation, seed {}, {} ticks of 1 ms (+ drain)", o.seed.unwrap_or(1), o.ticks.unwrap_or(2_000));
+    println!(
+        "pull model simulation, seed {}, {} ticks of 1 ms (+ drain)",
+        o.seed.unwrap_or(1),
+        o.ticks.unwrap_or(2_000)
+    );
     println!(
         "{:>7} {:>5} {:>6} | {:>11} | {:>11} | {:>11} | {:>11} | {:>10} | {:>8} {:>7} {:>6} {:>5}",
-        "workers", "nodes", "levels", "entry CAS", "entry locks", "exit CAS", "exit locks", "wakeups/s", "timers", "remote", "stalls", "late"
+        "workers",
+        "nodes",
+        "levels",
+        "entry CAS",
+        "entry locks",
+        "exit CAS",
+        "exit locks",
+        "wakeups/s",
+        "timers",
+        "remote",
+        "stalls",
+        "late"
     );
-    println!("{:>20} | {:>6} {:>4} | {:>6} {:>4} | {:>6} {:>4} | {:>6} {:>4} |", "", "mean", "max", "mean", "max", "mean", "max", "mean", "max");
+    println!(
+        "{:>20} | {:>6} {:>4} | {:>6} {:>4} | {:>6} {:>4} | {:>6} {:>4} |",
+        "", "mean", "max", "mean", "max", "mean", "max", "mean", "max"
+    );
     for w in sizes {
         let cfg = config(o, w);
         let r = sim::run(&cfg)?;
         row(&r, cfg.nodes);
     }
-    println!("every check passed: hierarchy state, timers once / never early / on time, idle wake-ups");
+    println!(
+        "every check passed: hierarchy state, timers once / never early / on time, idle wake-ups"
+    );
     Ok(())
 }
 

@@ -88,7 +88,11 @@ impl Tally {
     }
     fn spread(&self) -> Spread {
         Spread {
-            mean: if self.n == 0 { 0.0 } else { self.sum as f64 / self.n as f64 },
+            mean: if self.n == 0 {
+                0.0
+            } else {
+                self.sum as f64 / self.n as f64
+            },
             max: self.max,
         }
     }
@@ -170,7 +174,11 @@ enum Phase {
     Busy,
     /// No tick points until this tick.
     Stalled(u64),
-    Idle { wake_at: Option<u64>, local: Option<u64>, last: bool },
+    Idle {
+        wake_at: Option<u64>,
+        local: Option<u64>,
+        last: bool,
+    },
 }
 
 struct SimTimer {
@@ -224,7 +232,12 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimFailure> {
 ///
 /// # Errors
 /// As [`run`].
-pub fn run_seed(workers: usize, nodes: usize, seed: u64, ticks: u64) -> Result<SimReport, SimFailure> {
+pub fn run_seed(
+    workers: usize,
+    nodes: usize,
+    seed: u64,
+    ticks: u64,
+) -> Result<SimReport, SimFailure> {
     run(&SimConfig {
         workers,
         nodes,
@@ -249,7 +262,11 @@ impl Sim {
         let core = sys.core();
         for w in 0..n {
             let flag = Arc::new(AtomicBool::new(false));
-            let (f, pinned, nohz) = (flag.clone(), pinned_armed_on.clone(), Arc::downgrade(&core.nohz));
+            let (f, pinned, nohz) = (
+                flag.clone(),
+                pinned_armed_on.clone(),
+                Arc::downgrade(&core.nohz),
+            );
             core.nohz.swap_waker(
                 w,
                 Some(Arc::new(move || {
@@ -310,7 +327,11 @@ impl Sim {
         let fired = Arc::new(AtomicU64::new(0));
         let fired_at = Arc::new(AtomicU64::new(0));
         let (f, at, clock) = (fired.clone(), fired_at.clone(), self.clock.clone());
-        let flags = if pinned { TimerFlags::PINNED } else { TimerFlags::NONE };
+        let flags = if pinned {
+            TimerFlags::PINNED
+        } else {
+            TimerFlags::NONE
+        };
         let delta = match self.rng.below(10) {
             0..=5 => 1 + self.rng.below(64),
             6..=8 => 64 + self.rng.below(1_000),
@@ -327,13 +348,19 @@ impl Sim {
             }
         });
         if TRACE.with(|t| *t) {
-            eprintln!("t={} arm on {w} pinned={pinned} expires={expires}", self.now);
+            eprintln!(
+                "t={} arm on {w} pinned={pinned} expires={expires}",
+                self.now
+            );
         }
-        self.pinned_armed_on.store(if pinned { w as u64 } else { u64::MAX }, Relaxed);
+        self.pinned_armed_on
+            .store(if pinned { w as u64 } else { u64::MAX }, Relaxed);
         let armed = timer.modify(expires);
         self.pinned_armed_on.store(u64::MAX, Relaxed);
         armed.map_err(|e| self.fail(format!("arm: {e}")))?;
-        let fires_at = timer.fires_at().ok_or_else(|| self.fail("armed timer not pending".into()))?;
+        let fires_at = timer
+            .fires_at()
+            .ok_or_else(|| self.fail("armed timer not pending".into()))?;
         self.timers.push(SimTimer {
             timer,
             fired,
@@ -423,7 +450,11 @@ impl Sim {
                 self.tick_point(w);
                 Ok(())
             }
-            Phase::Idle { wake_at, local, last } => {
+            Phase::Idle {
+                wake_at,
+                local,
+                last,
+            } => {
                 let woken = self.woken[w].load(Relaxed);
                 let due = wake_at.is_some_and(|t| t <= self.now);
                 if due && !woken && wake_at != local && !last {
@@ -464,10 +495,14 @@ impl Sim {
                         return Ok(());
                     }
                 }
-                if !arming || self.rng.chance(250) {
-                    if arming || self.rng.chance(1) {
-                        self.go_idle(w);
-                    }
+                // Busy workers go idle now and then; while draining, rarely.
+                let idle = if arming {
+                    self.rng.chance(250)
+                } else {
+                    self.rng.chance(1)
+                };
+                if idle {
+                    self.go_idle(w);
                 }
                 Ok(())
             }
@@ -508,9 +543,17 @@ impl Sim {
             } else if fired == 1 && t.cancelled {
                 fail = Some("a cancelled timer fired".into());
             } else if fired == 1 && t.fired_at.load(Relaxed) < t.expires {
-                fail = Some(format!("a timer for tick {} fired early, at {}", t.expires, t.fired_at.load(Relaxed)));
+                fail = Some(format!(
+                    "a timer for tick {} fired early, at {}",
+                    t.expires,
+                    t.fired_at.load(Relaxed)
+                ));
             } else if !t.pinned && !t.cancelled {
-                let at = if fired == 1 { t.fired_at.load(Relaxed) } else { self.now };
+                let at = if fired == 1 {
+                    t.fired_at.load(Relaxed)
+                } else {
+                    self.now
+                };
                 let late = at.saturating_sub(t.fires_at);
                 let stalls = self.stalls_between(t.fires_at.saturating_sub(bound + 3), at);
                 let allowed = 1 + stalls * (bound + 2);
@@ -527,7 +570,11 @@ impl Sim {
                         for (i, g) in self.sys.hierarchy().iter().enumerate() {
                             eprintln!("group {i}: {g:?}");
                         }
-                        eprintln!("owner stats {:?} next {:?}", self.sys.migration_stats(t.owner), self.sys.next_expiry(t.owner));
+                        eprintln!(
+                            "owner stats {:?} next {:?}",
+                            self.sys.migration_stats(t.owner),
+                            self.sys.next_expiry(t.owner)
+                        );
                     }
                 }
                 if fired == 1 {
@@ -546,7 +593,8 @@ impl Sim {
             None => {
                 if !end {
                     // Done timers need no more checking.
-                    self.timers.retain(|t| t.fired.load(Relaxed) == 0 && !t.cancelled);
+                    self.timers
+                        .retain(|t| t.fired.load(Relaxed) == 0 && !t.cancelled);
                 }
                 Ok(())
             }

@@ -32,10 +32,21 @@ fn an_offline_workers_timers_move_and_fire_once() {
         assert!(t.is_pending(), "moved, still pending");
     }
     clock.set(10);
-    assert_eq!(sys.run_expired(1, 10).unwrap(), 0, "an offline worker runs nothing");
-    assert_eq!(sys.run_expired(2, 10).unwrap(), 3, "the next online worker runs them");
+    assert_eq!(
+        sys.run_expired(1, 10).unwrap(),
+        0,
+        "an offline worker runs nothing"
+    );
+    assert_eq!(
+        sys.run_expired(2, 10).unwrap(),
+        3,
+        "the next online worker runs them"
+    );
     assert_eq!(n.load(SeqCst), 3);
-    assert_eq!(sys.base_stats(2, utimer::BaseKind::Local).unwrap().migrated, 1);
+    assert_eq!(
+        sys.base_stats(2, utimer::BaseKind::Local).unwrap().migrated,
+        1
+    );
 }
 
 #[test]
@@ -54,16 +65,32 @@ fn arms_on_an_offline_worker_land_elsewhere() {
     sys.online(0).unwrap();
     t.add_on(0, 6).unwrap();
     clock.set(6);
-    assert_eq!(sys.run_expired(0, 6).unwrap(), 1, "back online: arms land there again");
+    assert_eq!(
+        sys.run_expired(0, 6).unwrap(),
+        1,
+        "back online: arms land there again"
+    );
 }
 
 #[test]
 fn bad_hotplug_requests_are_refused() {
     let (sys, _clock) = manual(2);
     assert_eq!(sys.offline(5), Err(TimerError::NoSuchWorker { worker: 5 }));
-    assert_eq!(sys.online(0), Err(TimerError::WorkerState { worker: 0, online: true }));
+    assert_eq!(
+        sys.online(0),
+        Err(TimerError::WorkerState {
+            worker: 0,
+            online: true
+        })
+    );
     sys.offline(0).unwrap();
-    assert_eq!(sys.offline(0), Err(TimerError::WorkerState { worker: 0, online: false }));
+    assert_eq!(
+        sys.offline(0),
+        Err(TimerError::WorkerState {
+            worker: 0,
+            online: false
+        })
+    );
     assert_eq!(sys.offline(1), Err(TimerError::LastWorker));
     assert!(sys.is_online(1) && !sys.is_online(0) && !sys.is_online(9));
     // Inside a callback: going offline (which may wait for callbacks) is
@@ -93,11 +120,16 @@ fn offline_and_online_under_load_lose_nothing() {
             for i in 0..200 {
                 let id = a * 200 + i;
                 let f = fired.clone();
-                let flags = if i % 3 == 0 { TimerFlags::PINNED } else { TimerFlags::NONE };
+                let flags = if i % 3 == 0 {
+                    TimerFlags::PINNED
+                } else {
+                    TimerFlags::NONE
+                };
                 let t = sys.timer_with_flags(flags, move |_| {
                     f[id].fetch_add(1, SeqCst);
                 });
-                t.add_on(i % 3, Duration::from_millis(1 + (i as u64 % 20))).unwrap();
+                t.add_on(i % 3, Duration::from_millis(1 + (i as u64 % 20)))
+                    .unwrap();
                 timers.push(t);
                 if i % 7 == 0 {
                     thread::sleep(Duration::from_micros(200));

@@ -65,11 +65,11 @@ fn a_pinned_timer_still_wakes_its_idle_worker() {
     thread::sleep(Duration::from_millis(50));
     let sys = rt.system();
     let (tx, rx) = mpsc::channel();
-    let timer = sys.timer_with_flags(TimerFlags::PINNED, move |_| {
-        tx.send(thread_name()).unwrap()
-    });
+    let timer = sys.timer_with_flags(TimerFlags::PINNED, move |_| tx.send(thread_name()).unwrap());
     let before = rt.wakeups(1);
-    timer.add_on(1, sys.deadline(Duration::from_millis(20))).unwrap();
+    timer
+        .add_on(1, sys.deadline(Duration::from_millis(20)))
+        .unwrap();
     let by = rx.recv_timeout(LOOSE).expect("the pinned timer fired");
     assert_eq!(by, "utimer-worker-1", "pinned: only its worker runs it");
     assert!(rt.wakeups(1) > before);
@@ -92,7 +92,10 @@ fn a_stalled_workers_movable_timers_fire_while_it_is_stuck() {
         drop(timer);
     });
     let (_, by) = rx.recv_timeout(LOOSE).expect("the timer fired");
-    assert!(!job_done.load(SeqCst), "fired while its worker was stuck ({by})");
+    assert!(
+        !job_done.load(SeqCst),
+        "fired while its worker was stuck ({by})"
+    );
     assert_ne!(by, "utimer-worker-0");
     let stats = rt.system().migration_stats(0).unwrap();
     assert!(stats.stalls >= 1 && stats.pulled_from >= 1, "{stats:?}");
@@ -110,10 +113,14 @@ fn the_last_idle_worker_wakes_for_the_first_movable_timer() {
         let tx = tx.clone();
         let t = sys.timer(move |_| tx.send(Instant::now()).unwrap());
         t.modify(Duration::from_millis(20 + 10 * w as u64)).unwrap();
-        timers.push((t, Instant::now() + Duration::from_millis(20 + 10 * w as u64)));
+        timers.push((
+            t,
+            Instant::now() + Duration::from_millis(20 + 10 * w as u64),
+        ));
     }
     for _ in 0..3 {
-        rx.recv_timeout(LOOSE).expect("every movable timer fires with everybody idle");
+        rx.recv_timeout(LOOSE)
+            .expect("every movable timer fires with everybody idle");
     }
     let woke: u64 = (0..3).map(|w| rt.wakeups(w)).sum();
     assert!(woke >= 1);
@@ -142,7 +149,13 @@ fn a_topology_that_does_not_fit_is_refused() {
         .topology(Topology::uniform(3, 1))
         .try_build()
         .unwrap_err();
-    assert_eq!(e, TimerError::BadTopology { workers: 4, described: 3 });
+    assert_eq!(
+        e,
+        TimerError::BadTopology {
+            workers: 4,
+            described: 3
+        }
+    );
     assert!(e.to_string().contains("3 workers"));
     let e = Runtime::with_builder(
         TimerSystem::builder()

@@ -43,5 +43,8 @@ fn a_random_seed() {
 #[test]
 fn stalls_are_found_and_pulled() {
     let r = must_pass(16, 1, 11, 5_000);
-    assert!(r.stalls > 0, "no stall in 5,000 ticks: the schedule changed");
+    assert!(
+        r.stalls > 0,
+        "no stall in 5,000 ticks: the schedule changed"
+    );
 }

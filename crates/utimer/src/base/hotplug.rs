@@ -38,7 +38,9 @@ impl Hotplug {
     pub(crate) fn new(workers: usize) -> Hotplug {
         Hotplug {
             lock: Mutex::new(()),
-            route: (0..workers).map(|_| crate::sync::AtomicU32::new(ONLINE)).collect(),
+            route: (0..workers)
+                .map(|_| crate::sync::AtomicU32::new(ONLINE))
+                .collect(),
         }
     }
 }

@@ -74,9 +74,9 @@ mod stats;
 mod table;
 
 pub(crate) use expire::{in_callback, run_expired, running_here};
+pub(crate) use hotplug::Hotplug;
 pub use stats::BaseStats;
 pub(crate) use stats::Counters;
-pub(crate) use hotplug::Hotplug;
 pub(crate) use table::{Bases, BasesConfig, Binding, Hooks, PanicHook};
 
 use crate::entry::{Locked, RawTimer, TimerRef, MIGRATING};
@@ -297,10 +297,7 @@ impl Base {
     /// any, in `idle_until`: an enqueue that fires before it then calls the
     /// wake hook. `f` may take hierarchy locks (base before hierarchy), and
     /// no base lock.
-    pub(crate) fn with_next_expiry<R>(
-        &self,
-        f: impl FnOnce(Option<u64>) -> (R, Option<u64>),
-    ) -> R {
+    pub(crate) fn with_next_expiry<R>(&self, f: impl FnOnce(Option<u64>) -> (R, Option<u64>)) -> R {
         let mut guard = self.lock();
         let (r, threshold) = f(guard.wheel.next_expiry());
         if let Some(t) = threshold {

@@ -238,7 +238,11 @@ impl Hierarchy {
         let layout = Layout::build(topology);
         Hierarchy {
             groups: layout.groups.iter().map(Group::new).collect(),
-            leaves: layout.leaves.iter().map(|&(g, s)| Leaf::new(g, s)).collect(),
+            leaves: layout
+                .leaves
+                .iter()
+                .map(|&(g, s)| Leaf::new(g, s))
+                .collect(),
             levels: layout.levels,
             top: layout.top,
         }
@@ -313,7 +317,9 @@ impl Hierarchy {
                 Some(m) if want & (1 << m) == 0 => {
                     return Err(format!("group {i}: migrator {m} is not active"))
                 }
-                None if want != 0 => return Err(format!("group {i}: active children, no migrator")),
+                None if want != 0 => {
+                    return Err(format!("group {i}: active children, no migrator"))
+                }
                 _ => {}
             }
         }

@@ -191,7 +191,13 @@ impl Hierarchy {
     /// that has not reached a tick point since `now - bound`. `next` is its
     /// first movable expiry, read under its global base lock, which the
     /// caller holds. Returns `None` if `w` was not stalled.
-    pub(crate) fn stall(&self, w: usize, next: Option<u64>, now: u64, bound: u64) -> Option<TopIdle> {
+    pub(crate) fn stall(
+        &self,
+        w: usize,
+        next: Option<u64>,
+        now: u64,
+        bound: u64,
+    ) -> Option<TopIdle> {
         let leaf = &self.leaves[w];
         let mut inner = lock(&leaf.inner);
         let beat = leaf.heartbeat.load(SeqCst);
@@ -214,8 +220,7 @@ impl Hierarchy {
     /// candidates for [`stall`](Self::stall).
     pub(crate) fn stalled_candidates(&self, now: u64, bound: u64, out: &mut Vec<usize>) {
         for (w, leaf) in self.leaves.iter().enumerate() {
-            if leaf.active.load(Relaxed)
-                && now.saturating_sub(leaf.heartbeat.load(Relaxed)) > bound
+            if leaf.active.load(Relaxed) && now.saturating_sub(leaf.heartbeat.load(Relaxed)) > bound
             {
                 out.push(w);
             }
@@ -283,6 +288,12 @@ impl Hierarchy {
         }
         LeafCounters::bump(&self.leaves[of].counters.pulled_from);
         self.trace_handle_remote(me, of);
+    }
+
+    /// Whether worker `w` is active (lock-free).
+    #[cfg_attr(not(feature = "bench-internals"), allow(dead_code))]
+    pub(crate) fn is_active(&self, w: usize) -> bool {
+        self.leaves[w].active.load(Relaxed)
     }
 
     /// Whether the top group has an active child.

@@ -137,6 +137,10 @@ mod tests {
         for _ in 0..70_000 {
             u = u.reconcile(0, true);
         }
-        assert_eq!(u.migrator(), Some(0), "the counter wraps without touching the rest");
+        assert_eq!(
+            u.migrator(),
+            Some(0),
+            "the counter wraps without touching the rest"
+        );
     }
 }

@@ -34,7 +34,11 @@ impl Topology {
     /// 1 ..= `workers`.
     pub fn uniform(workers: usize, nodes: usize) -> Topology {
         let nodes = nodes.clamp(1, workers.max(1));
-        Topology::from_nodes((0..workers).map(|w| (w * nodes / workers.max(1)) as u32).collect())
+        Topology::from_nodes(
+            (0..workers)
+                .map(|w| (w * nodes / workers.max(1)) as u32)
+                .collect(),
+        )
     }
 
     /// One node number per worker, in worker order.
@@ -171,9 +175,17 @@ impl Layout {
         node_ids.dedup();
         let per_node: Vec<Vec<u32>> = node_ids
             .iter()
-            .map(|&n| (0..workers as u32).filter(|&w| topo.nodes[w as usize] == n).collect())
+            .map(|&n| {
+                (0..workers as u32)
+                    .filter(|&w| topo.nodes[w as usize] == n)
+                    .collect()
+            })
             .collect();
-        let cross = per_node.iter().map(|ws| levels_for(ws.len())).max().unwrap_or(1);
+        let cross = per_node
+            .iter()
+            .map(|ws| levels_for(ws.len()))
+            .max()
+            .unwrap_or(1);
         let mut layout = Layout {
             groups: Vec::new(),
             leaves: vec![(0, 0); workers],
@@ -293,7 +305,13 @@ mod tests {
     #[test]
     fn mismatched_override_is_an_error() {
         let e = Topology::uniform(4, 2).check(8).unwrap_err();
-        assert_eq!(e, TimerError::BadTopology { workers: 8, described: 4 });
+        assert_eq!(
+            e,
+            TimerError::BadTopology {
+                workers: 8,
+                described: 4
+            }
+        );
     }
 
     #[test]

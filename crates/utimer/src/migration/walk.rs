@@ -2,12 +2,12 @@
 //! event up (the kernel's `tmigr_active_up()`, `tmigr_inactive_up()` and
 //! `tmigr_update_events()`).
 
-use super::group::{Event, Group, LeafCounters, Events, MONITOR, NEVER, NO_WAKER};
+use super::group::{Event, Events, Group, LeafCounters, MONITOR, NEVER, NO_WAKER};
 use super::state::GroupState;
 use super::topology::Child;
 use super::Hierarchy;
-use std::sync::atomic::Ordering::SeqCst;
 use crate::sync::MutexGuard;
+use std::sync::atomic::Ordering::SeqCst;
 
 /// Why an event walk runs: decides what happens when it finds the top group
 /// idle.
@@ -131,10 +131,9 @@ impl Hierarchy {
             group.next.store(first.expires, SeqCst);
             let state = if deactivating {
                 let (before, after) = self.reconcile(group, slot, child, &leaf.counters);
-                if child == Child::Worker(w as u32) && before.migrator() == Some(slot) {
-                    if after.is_active() {
-                        LeafCounters::bump(&leaf.counters.handoffs);
-                    }
+                let was_migrator = before.migrator() == Some(slot);
+                if child == Child::Worker(w as u32) && was_migrator && after.is_active() {
+                    LeafCounters::bump(&leaf.counters.handoffs);
                 }
                 after
             } else {
@@ -189,7 +188,11 @@ fn top_idle(events: &mut Events, first: Event, why: Why) -> TopIdle {
             };
             // Whoever is woken re-arms as the last idle worker; until then,
             // every earlier event wakes it again.
-            events.wakeup = if why == Why::Leave { NEVER } else { first.expires };
+            events.wakeup = if why == Why::Leave {
+                NEVER
+            } else {
+                first.expires
+            };
             if why == Why::Leave {
                 events.waker = NO_WAKER;
             }

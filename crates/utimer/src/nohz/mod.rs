@@ -107,6 +107,7 @@ pub(crate) trait EventSource {
 struct WheelSource<'a> {
     bases: &'a Bases,
     hier: &'a Hierarchy,
+    pull: bool,
 }
 
 impl EventSource for WheelSource<'_> {
@@ -121,12 +122,19 @@ impl EventSource for WheelSource<'_> {
         let local = self.bases.base(worker, BaseKind::Local).idle_enter(until);
         let until = local.map_or(until, |l| l.min(until));
         let global = self.bases.base(worker, BaseKind::Global);
-        let global = global.with_next_expiry(|next| match self.hier.deactivate(worker, next) {
-            // No member: wake for its own, as before the pull model.
-            Deactivated::NotMember => (next, Some(next.map_or(until, |n| n.min(until)))),
-            // Else the hierarchy has the first event; an earlier arm must
-            // reach it (`new_timer`).
-            Deactivated::Idle(top) => (top.arm, Some(next.unwrap_or(u64::MAX))),
+        // Without the pull model the hierarchy only tracks who is busy.
+        let pull = self.pull;
+        let global = global.with_next_expiry(|next| {
+            match self.hier.deactivate(worker, next.filter(|_| pull)) {
+                Deactivated::Idle(_) if !self.pull => {
+                    (next, Some(next.map_or(until, |n| n.min(until))))
+                }
+                // No member: wake for its own, as before the pull model.
+                Deactivated::NotMember => (next, Some(next.map_or(until, |n| n.min(until)))),
+                // Else the hierarchy has the first event; an earlier arm must
+                // reach it (`new_timer`).
+                Deactivated::Idle(top) => (top.arm, Some(next.unwrap_or(u64::MAX))),
+            }
         });
         NextEvents { local, global }
     }
@@ -159,14 +167,18 @@ pub(crate) struct Nohz {
     wakers: Box<[Mutex<Option<Waker>>]>,
     pub(crate) hier: Hierarchy,
     pub(crate) monitor: Monitor,
+    /// The pull model is on (else every worker wakes for its own movable
+    /// timers, as before seed 004; the hierarchy only tracks who is busy).
+    pub(crate) pull: bool,
 }
 
 impl Nohz {
-    pub(crate) fn new(workers: usize, hier: Hierarchy, stall_bound: u64) -> Arc<Nohz> {
+    pub(crate) fn new(workers: usize, hier: Hierarchy, stall_bound: u64, pull: bool) -> Arc<Nohz> {
         Arc::new(Nohz {
             wakers: (0..workers).map(|_| Mutex::new(None)).collect(),
             hier,
             monitor: Monitor::new(stall_bound),
+            pull,
         })
     }
 
@@ -175,6 +187,7 @@ impl Nohz {
         [WheelSource {
             bases,
             hier: &self.hier,
+            pull: self.pull,
         }]
     }
 
@@ -276,7 +289,7 @@ impl Hooks for Nohz {
     /// if it is no member. (Deferrable bases never publish an idle tick, so
     /// they never get here.)
     fn timer_on_idle(&self, worker: usize, kind: BaseKind, expiry: u64) {
-        if kind == BaseKind::Global {
+        if kind == BaseKind::Global && self.pull {
             match self.hier.new_timer(worker, expiry) {
                 NewTimer::NotMember => self.wake(worker),
                 NewTimer::Recorded(top) => self.act(top),

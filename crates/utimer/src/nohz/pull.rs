@@ -90,6 +90,9 @@ impl Nohz {
     /// `me` is the migrator (`None`: the monitor, for the top group while
     /// nobody is active). Returns how many callbacks ran.
     pub(crate) fn run_remote(&self, bases: &Bases, me: Option<usize>, now: u64) -> usize {
+        if !self.pull {
+            return 0;
+        }
         let mut due = Vec::new();
         let mut ran = 0;
         for _ in 0..MAX_ROUNDS {
@@ -126,6 +129,9 @@ impl Nohz {
     /// One round of the stall monitor at tick `now`; returns the tick of the
     /// next round, or `None` to park until a worker becomes active.
     pub(crate) fn monitor_round(&self, bases: &Bases, now: u64) -> Option<u64> {
+        if !self.pull {
+            return None;
+        }
         let bound = self.monitor.bound;
         let mut stalled = Vec::new();
         self.hier.stalled_candidates(now, bound, &mut stalled);
@@ -181,9 +187,12 @@ impl Nohz {
             let now = bases.ticks.now_precise();
             let next = self.monitor_round(bases, now);
             if next == Some(now + 1) {
-                let timeout = bases.ticks.instant_of(now + 1).map_or(bases.ticks.tick(), |at| {
-                    at.saturating_duration_since(std::time::Instant::now())
-                });
+                let timeout = bases
+                    .ticks
+                    .instant_of(now + 1)
+                    .map_or(bases.ticks.tick(), |at| {
+                        at.saturating_duration_since(std::time::Instant::now())
+                    });
                 m.parker.park(token, Some(timeout));
                 continue;
             }
@@ -191,9 +200,12 @@ impl Nohz {
                 continue;
             }
             let timeout = next.map(|tick| {
-                bases.ticks.instant_of(tick).map_or(bases.ticks.tick(), |at| {
-                    at.saturating_duration_since(std::time::Instant::now())
-                })
+                bases
+                    .ticks
+                    .instant_of(tick)
+                    .map_or(bases.ticks.tick(), |at| {
+                        at.saturating_duration_since(std::time::Instant::now())
+                    })
             });
             m.parker.park(token, timeout);
             m.parked.store(false, SeqCst);

@@ -4,8 +4,8 @@ use super::{Core, TimerSystem};
 use crate::base::{Bases, BasesConfig, PanicHook};
 use crate::migration::{Hierarchy, Topology};
 use crate::nohz::Nohz;
-use crate::TimerError;
 use crate::time::{Clock, TickSource};
+use crate::TimerError;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,6 +21,7 @@ pub struct Builder {
     topology: Option<Topology>,
     pin: Option<Vec<usize>>,
     stall_bound: u64,
+    pull: bool,
 }
 
 impl std::fmt::Debug for Builder {
@@ -35,6 +36,7 @@ impl std::fmt::Debug for Builder {
             .field("topology", &self.topology)
             .field("pin", &self.pin)
             .field("stall_bound", &self.stall_bound)
+            .field("pull", &self.pull)
             .finish()
     }
 }
@@ -51,6 +53,7 @@ impl Default for Builder {
             topology: None,
             pin: None,
             stall_bound: 2,
+            pull: true,
         }
     }
 }
@@ -127,6 +130,15 @@ impl Builder {
         self
     }
 
+    /// The pull model (default on): idle registered workers leave their
+    /// movable timers to busy ones. Off, every worker wakes for its own
+    /// movable timers and nobody pulls a stalled worker's, as before seed
+    /// 004 (for comparison: `utimer bench`'s seed 004 tables).
+    pub fn pull_model(mut self, on: bool) -> Self {
+        self.pull = on;
+        self
+    }
+
     /// The CPUs given to [`pin_workers`](Self::pin_workers).
     pub(crate) fn pinned_cpus(&self) -> Option<&[usize]> {
         self.pin.as_deref()
@@ -158,7 +170,12 @@ impl Builder {
             None => Topology::detect(self.workers, self.pin.as_deref()),
         };
         let ticks = TickSource::new(self.clock, self.tick);
-        let nohz = Nohz::new(self.workers, Hierarchy::new(&topology), self.stall_bound);
+        let nohz = Nohz::new(
+            self.workers,
+            Hierarchy::new(&topology),
+            self.stall_bound,
+            self.pull,
+        );
         let config = BasesConfig {
             stats: self.stats,
             capacity: self.capacity,

@@ -313,7 +313,12 @@ impl TimerSystem {
     /// already online.
     pub fn online(&self, worker: usize) -> Result<(), TimerError> {
         self.core.bases.bring_online(worker)?;
-        if self.core.nohz.hier.online(worker, self.core.bases.ticks.now()) {
+        if self
+            .core
+            .nohz
+            .hier
+            .online(worker, self.core.bases.ticks.now())
+        {
             self.core.nohz.monitor.someone_active();
         }
         Ok(())
@@ -322,6 +327,32 @@ impl TimerSystem {
     /// Whether `worker` is online (`false` for an index out of range).
     pub fn is_online(&self, worker: usize) -> bool {
         worker < self.workers() && self.core.bases.is_online(worker)
+    }
+
+    /// Benchmark only: makes `worker` an active member of the hierarchy
+    /// without a thread (a "busy" worker for the seed 004 tables).
+    #[cfg(feature = "bench-internals")]
+    #[doc(hidden)]
+    pub fn bench_activate(&self, worker: usize) {
+        self.core
+            .nohz
+            .hier
+            .join(worker, self.core.bases.ticks.now());
+    }
+
+    /// Benchmark only: seed 004's "before", the push heuristic of
+    /// `get_nohz_timer_target()`: the calling thread's worker if it is
+    /// busy, else the nearest busy worker (the next ones in index order,
+    /// which the hierarchy groups by proximity), else its own.
+    #[cfg(feature = "bench-internals")]
+    #[doc(hidden)]
+    pub fn push_target(&self) -> usize {
+        let me = self.current_worker();
+        let n = self.workers();
+        (0..n)
+            .map(|d| (me + d) % n)
+            .find(|&w| self.core.nohz.hier.is_active(w))
+            .unwrap_or(me)
     }
 
     /// The crate's own view, for the simulator.
