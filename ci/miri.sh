@@ -2,7 +2,9 @@
 # The unsafe core under Miri: timer allocation and freeing (entry/, timer/),
 # the base lock guard and lock_timer_base, migration, callbacks (a handle
 # dropped inside its own callback, and while its callback runs elsewhere:
-# the deferred free), the state word, and shutdown. The wheel has no unsafe
+# the deferred free), the state word, shutdown, and the hot-unplug's batch
+# move of pending timers (base/hotplug.rs); the pull model's hierarchy
+# (migration::) has no unsafe code but runs here too. The wheel has no unsafe
 # code and is tested natively. Installs a nightly toolchain with Miri if
 # needed.
 set -euo pipefail
@@ -15,6 +17,6 @@ cargo +nightly miri setup
 # Miri is ~1000x slower than native code.
 MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}" PROPTEST_CASES=4 CARGO_TARGET_DIR=target/miri \
   cargo +nightly miri test -p utimer --lib --test callbacks --test bad_input --test model --test delete_sync \
-  --test defects \
-  -- timer:: base:: entry:: clock:: callback rearm drop delete past huge outliving misuse panicking \
+  --test defects --test hotplug \
+  -- timer:: base:: entry:: clock:: migration:: an_offline_workers arms_on_an_offline bad_hotplug callback rearm drop delete past huge outliving misuse panicking \
   timers_match_model waits pending from_its try_ shutdown reduce_never stale just_before_the_last_tick saturates

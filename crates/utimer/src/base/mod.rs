@@ -53,10 +53,13 @@
 //! The other locks never nest inside a base lock today: the hooks are called
 //! only after the base lock is released (in `BaseGuard`'s drop), the
 //! worker's waker lock is taken there or at registration, and the runtime's
-//! job queues are independent. The layers to come add exactly one nesting,
-//! in one direction: **a base lock may be held while taking a hierarchy
-//! lock (the pull model's group locks, child before parent), never the
-//! reverse**. Nothing that holds a hierarchy lock may take a base lock.
+//! job queues are independent. The pull model (`migration/`) adds exactly
+//! one nesting, in one direction: **a base lock may be held while taking a
+//! hierarchy lock (a worker's leaf lock, then group locks from child to
+//! parent), never the reverse**: going idle, a stall and a remote expiry's
+//! update run under the worker's global base lock
+//! ([`Base::with_next_expiry`]). Nothing that holds a hierarchy lock takes
+//! a base lock.
 //!
 //! # Staying fresh
 //!

@@ -100,12 +100,14 @@ impl Hierarchy {
     /// Worker `w` is busy again (the kernel's `tmigr_cpu_activate()`):
     /// it expires its own movable timers from now on. Returns whether it
     /// made the top active (someone may have to start watching for stalls).
-    pub(crate) fn activate(&self, w: usize) -> bool {
+    /// `now` counts as its heartbeat: it is at a tick point.
+    pub(crate) fn activate(&self, w: usize, now: u64) -> bool {
         let leaf = &self.leaves[w];
         let inner = lock(&leaf.inner);
         if !inner.member || leaf.active.load(Relaxed) {
             return false;
         }
+        leaf.heartbeat.store(now, Relaxed);
         leaf.stalled.store(false, SeqCst);
         leaf.active.store(true, SeqCst);
         LeafCounters::bump(&leaf.counters.wakeups);

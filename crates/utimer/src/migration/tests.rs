@@ -38,7 +38,7 @@ fn sequence_counter_race() {
         let idle = thread::spawn(move || {
             h2.deactivate(0, Some(10));
         });
-        h.activate(1);
+        h.activate(1, 0);
         idle.join().unwrap();
         h.check().unwrap();
         assert!(h.top_active());

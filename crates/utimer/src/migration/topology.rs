@@ -170,17 +170,19 @@ impl Layout {
     pub(crate) fn build(topo: &Topology) -> Layout {
         let workers = topo.workers();
         assert!(workers > 0, "a hierarchy needs a worker");
-        let mut node_ids: Vec<u32> = topo.nodes.clone();
-        node_ids.sort_unstable();
-        node_ids.dedup();
-        let per_node: Vec<Vec<u32>> = node_ids
-            .iter()
-            .map(|&n| {
-                (0..workers as u32)
-                    .filter(|&w| topo.nodes[w as usize] == n)
-                    .collect()
-            })
-            .collect();
+        // Workers by node (stable: in worker order within a node).
+        let mut order: Vec<u32> = (0..workers as u32).collect();
+        order.sort_by_key(|&w| topo.nodes[w as usize]);
+        let mut node_ids: Vec<u32> = Vec::new();
+        let mut per_node: Vec<Vec<u32>> = Vec::new();
+        for w in order {
+            let node = topo.nodes[w as usize];
+            if node_ids.last() != Some(&node) {
+                node_ids.push(node);
+                per_node.push(Vec::new());
+            }
+            per_node.last_mut().expect("pushed above").push(w);
+        }
         let cross = per_node
             .iter()
             .map(|ws| levels_for(ws.len()))
@@ -300,6 +302,15 @@ mod tests {
         let layout = Layout::build(&topo);
         check_shape(&layout, &topo);
         assert_eq!(layout.levels, 3);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "65,536 workers: too slow under Miri")]
+    fn one_node_per_worker_builds_quickly() {
+        let topo = Topology::from_nodes((0..65_536).rev().collect());
+        let layout = Layout::build(&topo);
+        check_shape(&layout, &topo);
+        assert_eq!(layout.levels, 7);
     }
 
     #[test]

@@ -213,7 +213,7 @@ impl Nohz {
     pub(crate) fn idle_exit(&self, bases: &Bases, worker: usize) {
         // Active first: a remote expiry that still finds the worker idle
         // republishes its base's threshold before the sources clear it.
-        if self.hier.activate(worker) {
+        if self.hier.activate(worker, bases.ticks.now()) {
             self.monitor.someone_active();
         }
         for s in &self.sources(bases) {
