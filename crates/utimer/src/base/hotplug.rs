@@ -105,7 +105,7 @@ impl Bases {
         for kind in 0..KINDS {
             let base = &self.all()[worker * KINDS + kind];
             let mut guard = base.lock();
-            guard.offline = true;
+            guard.closed |= super::OFFLINE;
             base.idle_until.store(0, Relaxed);
         }
         let mut moved = 0;
@@ -133,7 +133,7 @@ impl Bases {
         for kind in 0..KINDS {
             let base = &self.all()[worker * KINDS + kind];
             let mut guard = base.lock();
-            guard.offline = false;
+            guard.closed &= !super::OFFLINE;
             guard.forward(now);
         }
         self.hotplug.route[worker].store(ONLINE, SeqCst);

@@ -19,7 +19,7 @@
 //!
 //! # Ground rules: who may touch what
 //!
-//! * The wheel, the statistics, `dead`, `offline`, `expiring` and `waiters` are only
+//! * The wheel, the statistics, `closed`, `expiring` and `waiters` are only
 //!   touched with the base's lock held, through a `BaseGuard`.
 //! * A timer's state word, base link and wheel key are written only by a
 //!   thread holding the lock of the base named in the timer's base link;
@@ -89,6 +89,25 @@ use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
+/// `BaseInner::closed`: the system shut down.
+pub(crate) const DEAD: u8 = 1;
+/// `BaseInner::closed`: the worker is offline.
+pub(crate) const OFFLINE: u8 = 2;
+
+impl BaseInner {
+    /// The system shut down.
+    #[inline(always)]
+    pub(crate) fn is_dead(&self) -> bool {
+        self.closed & DEAD != 0
+    }
+
+    /// The worker is offline.
+    #[inline(always)]
+    pub(crate) fn is_offline(&self) -> bool {
+        self.closed & OFFLINE != 0
+    }
+}
+
 /// Which of a worker's three bases.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum BaseKind {
@@ -123,11 +142,11 @@ unsafe impl Send for TimerPtr {}
 pub(crate) struct BaseInner {
     pub(crate) wheel: Wheel<TimerPtr, Unchecked>,
     pub(crate) stats: Counters,
-    /// Set when the system shuts down: the base accepts no more timers.
-    pub(crate) dead: bool,
-    /// The worker is offline (`hotplug.rs`): no arm lands here and no
-    /// expiry run starts here.
-    pub(crate) offline: bool,
+    /// [`DEAD`] once the system shut down (the base accepts no more
+    /// timers), [`OFFLINE`] while its worker is offline (`hotplug.rs`: no
+    /// arm lands here and no expiry run starts here). One byte, so that the
+    /// arm path checks both at once.
+    pub(crate) closed: u8,
     /// An expiry run of this base is under way (on some thread, maybe in an
     /// outer frame of this one): no second run may start.
     pub(crate) expiring: bool,
@@ -205,8 +224,7 @@ impl Base {
             inner: UnsafeCell::new(BaseInner {
                 wheel: Wheel::build(clk, config.capacity),
                 stats: Counters::default(),
-                dead: false,
-                offline: false,
+                closed: 0,
                 expiring: false,
                 waiters: 0,
             }),
@@ -319,7 +337,7 @@ impl Base {
     /// never runs) and later arms are refused.
     pub(crate) fn shut_down(&self) {
         let mut guard = self.lock();
-        guard.dead = true;
+        guard.closed |= DEAD;
         let locked = guard.locked();
         let mut cancelled = 0;
         let inner = guard.inner_mut();

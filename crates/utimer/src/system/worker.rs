@@ -87,11 +87,14 @@ impl Worker {
     }
 
     /// "I am going idle: until when may I sleep?" Returns the tick at which
-    /// this worker's next timer is due, or `None` if it has none, and from
-    /// now until [`idle_exit`](Self::idle_exit) wakes the thread through its
-    /// waker when an earlier timer is armed on its bases. If the tick is not
-    /// in the future, run [`run_expired`](Self::run_expired) instead of
-    /// sleeping. The kernel's `tick_nohz_idle_enter()`.
+    /// this worker must run again, or `None` for "until woken": its next
+    /// pinned timer, and, if it is the last worker of the pull model to go
+    /// idle, the first movable timer of all workers (its own movable
+    /// timers are otherwise left to busy workers). From now until
+    /// [`idle_exit`](Self::idle_exit) the thread is woken through its waker
+    /// when an earlier timer needs it. If the tick is not in the future,
+    /// run [`run_expired`](Self::run_expired) instead of sleeping. The
+    /// kernel's `tick_nohz_idle_enter()`.
     pub fn idle_enter(&self) -> Option<u64> {
         let next = self.core.nohz.idle_enter(&self.core.bases, self.index);
         next.earliest()

@@ -226,7 +226,7 @@ fn lock_if_home(t: TimerRef<'_>, worker: Option<u32>) -> Option<BaseGuard<'_>> {
     let worker = worker.map_or_else(|| table.current_worker(), |w| w as usize);
     let flags = timer.flags();
     let home = Bases::base_index(worker, flags) == guard.base.index as usize;
-    (!guard.dead && !guard.offline && flags & SHUTDOWN == 0 && home).then_some(guard)
+    (guard.closed == 0 && flags & SHUTDOWN == 0 && home).then_some(guard)
 }
 
 /// Re-arms a pending timer to another bucket: the common case (it stays on
@@ -305,7 +305,7 @@ fn modify_locked(
 ) -> Result<bool, TimerError> {
     let timer = t.get();
     let mut guard = lock_timer_base(timer);
-    if guard.dead {
+    if guard.is_dead() {
         return Err(TimerError::Shutdown);
     }
     if timer.flags() & SHUTDOWN != 0 {
@@ -335,7 +335,7 @@ fn modify_locked(
         // Between the two locks the timer is on no base; MIGRATING makes
         // lock_timer_base() wait for it to arrive.
         guard = guard.migrate(t, target);
-        while guard.offline {
+        while guard.is_offline() {
             // Its worker went offline between the route and the lock: the
             // hot-unplug has drained this base (or will not see this
             // timer), so go on to where it routes now. One worker always
@@ -343,7 +343,7 @@ fn modify_locked(
             let to = table.base_for(table.route(worker), timer.flags());
             guard = guard.migrate(t, to);
         }
-        if guard.dead {
+        if guard.is_dead() {
             // The system shut down meanwhile; the detached timer stays
             // cancelled, as every timer is at shutdown.
             guard.stats.deleted += was_pending as u64;
