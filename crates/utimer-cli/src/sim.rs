@@ -92,7 +92,7 @@ fn config(o: &SimOptions, workers: usize) -> SimConfig {
 
 fn row(r: &SimReport, nodes: usize) {
     println!(
-        "{:>7} {:>5} {:>6} | {:>6.2} {:>4} | {:>6.2} {:>4} | {:>6.2} {:>4} | {:>6.2} {:>4} | {:>10.1} | {:>8} {:>7} {:>6} {:>5}",
+        "{:>7} {:>5} {:>6} | {:>6.2} {:>4} | {:>6.2} {:>4} | {:>6.2} {:>4} | {:>6.2} {:>4} | {:>10.1} | {:>8} {:>7} {:>6} {:>7} {:>5}",
         r.workers,
         nodes,
         r.levels,
@@ -108,6 +108,7 @@ fn row(r: &SimReport, nodes: usize) {
         r.timers_armed,
         r.remote_expiries,
         r.stalls,
+        r.hotplugs,
         r.max_late_global,
     );
 }
@@ -123,7 +124,7 @@ pub(crate) fn run(o: &SimOptions) -> Result<(), sim::SimFailure> {
         o.ticks.unwrap_or(2_000)
     );
     println!(
-        "{:>7} {:>5} {:>6} | {:>11} | {:>11} | {:>11} | {:>11} | {:>10} | {:>8} {:>7} {:>6} {:>5}",
+        "{:>7} {:>5} {:>6} | {:>11} | {:>11} | {:>11} | {:>11} | {:>10} | {:>8} {:>7} {:>6} {:>7} {:>5}",
         "workers",
         "nodes",
         "levels",
@@ -135,6 +136,7 @@ pub(crate) fn run(o: &SimOptions) -> Result<(), sim::SimFailure> {
         "timers",
         "remote",
         "stalls",
+        "hotplug",
         "late"
     );
     println!(

@@ -8,7 +8,8 @@
 //! timers, and may go idle or stall (skip its tick points for a while); an
 //! idle one sleeps until the tick its idle computation returned or until
 //! its waker is called, and jobs arrive now and then to wake idle workers.
-//! Other arms come "from outside" onto idle workers' bases. The monitor
+//! Other arms come "from outside" onto idle workers' bases, and now and
+//! then a worker is taken offline (its timers move) or brought back. The monitor
 //! runs when its round asked for the tick, or when it was woken.
 //!
 //! After every tick the simulator checks:
@@ -129,7 +130,13 @@ pub struct SimReport {
     /// Worst lateness of a movable timer, in ticks after its bucket's
     /// expiry.
     pub max_late_global: u64,
+    /// Workers taken offline or brought back online.
+    pub hotplugs: u64,
 }
+
+/// `pinned_armed_on` while a hot-unplug moves timers: any worker may be
+/// woken for a pinned timer that lands on it.
+const ANY_WORKER: u64 = u64::MAX - 1;
 
 /// A broken promise, with what reproduces it.
 #[derive(Clone, Debug)]
@@ -272,9 +279,14 @@ impl Sim {
                 Some(Arc::new(move || {
                     // Woken for a pinned timer armed on it, or with nobody
                     // active (the duty of the last idle worker).
-                    let legit = pinned.load(Relaxed) == w as u64
+                    let armed_on = pinned.load(Relaxed);
+                    let legit = armed_on == w as u64
+                        || armed_on == ANY_WORKER
                         || nohz.upgrade().is_none_or(|n| !n.hier.top_active());
                     if !legit {
+                        if TRACE.with(|t| *t) {
+                            eprintln!("{}", std::backtrace::Backtrace::force_capture());
+                        }
                         f.store(false, Relaxed);
                         WRONG_WAKE.with(|c| c.set(Some(w)));
                         return;
@@ -353,8 +365,13 @@ impl Sim {
                 self.now
             );
         }
+        // An offline worker's arms land on the next online one.
+        let lands_on = (0..self.phase.len())
+            .map(|d| (w + d) % self.phase.len())
+            .find(|&o| self.sys.is_online(o))
+            .unwrap_or(w);
         self.pinned_armed_on
-            .store(if pinned { w as u64 } else { u64::MAX }, Relaxed);
+            .store(if pinned { lands_on as u64 } else { u64::MAX }, Relaxed);
         let armed = timer.modify(expires);
         self.pinned_armed_on.store(u64::MAX, Relaxed);
         armed.map_err(|e| self.fail(format!("arm: {e}")))?;
@@ -429,6 +446,9 @@ impl Sim {
                 self.arm(w, pinned)?;
             }
         }
+        if arming && self.rng.chance(3) {
+            self.hotplug()?;
+        }
         self.run_monitor();
         if let Some(w) = WRONG_WAKE.with(|c| c.take()) {
             return Err(self.fail(format!(
@@ -437,6 +457,38 @@ impl Sim {
         }
         self.sys.check_hierarchy().map_err(|e| self.fail(e))?;
         self.check_timers(false)
+    }
+
+    /// Takes a random worker offline (if another stays online), or brings
+    /// an offline one back.
+    fn hotplug(&mut self) -> Result<(), SimFailure> {
+        let n = self.phase.len();
+        let w = self.rng.below(n as u64) as usize;
+        if TRACE.with(|t| *t) {
+            eprintln!(
+                "t={} hotplug {w} (online: {})",
+                self.now,
+                self.sys.is_online(w)
+            );
+        }
+        if self.sys.is_online(w) {
+            if (0..n).filter(|&o| self.sys.is_online(o)).count() < 2 {
+                return Ok(());
+            }
+            // Moved pinned timers may wake the worker they land on.
+            self.pinned_armed_on.store(ANY_WORKER, Relaxed);
+            let moved = self.sys.offline(w);
+            self.pinned_armed_on.store(u64::MAX, Relaxed);
+            moved.map_err(|e| self.fail(format!("offline({w}): {e}")))?;
+        } else {
+            // Coming back, it is woken to pass through its idle loop.
+            self.pinned_armed_on.store(ANY_WORKER, Relaxed);
+            let back = self.sys.online(w);
+            self.pinned_armed_on.store(u64::MAX, Relaxed);
+            back.map_err(|e| self.fail(format!("online({w}): {e}")))?;
+        }
+        self.report.hotplugs += 1;
+        Ok(())
     }
 
     fn act(&mut self, w: usize, arming: bool) -> Result<(), SimFailure> {

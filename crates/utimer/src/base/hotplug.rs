@@ -20,7 +20,7 @@
 use super::{Bases, TimerPtr, KINDS};
 use crate::base::in_callback;
 use crate::entry::{TimerRef, MIGRATING};
-use crate::sync::Mutex;
+use crate::sync::{Mutex, MutexGuard};
 use crate::TimerError;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 
@@ -75,6 +75,12 @@ impl Bases {
         }
     }
 
+    /// Serializes hot-plug operations: the caller holds it across this
+    /// layer's part and the hierarchy's.
+    pub(crate) fn hotplug_serial(&self) -> MutexGuard<'_, ()> {
+        self.hotplug.lock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Takes `worker` offline and moves its pending timers to an online
     /// worker; returns how many moved and where. See the module docs.
     ///
@@ -82,12 +88,15 @@ impl Bases {
     /// [`TimerError::NoSuchWorker`]; [`TimerError::WorkerState`] if it is
     /// already offline; [`TimerError::LastWorker`] if it is the only one
     /// online; [`TimerError::InCallback`] inside a timer callback.
-    pub(crate) fn take_offline(&self, worker: usize) -> Result<(usize, usize), TimerError> {
+    pub(crate) fn take_offline(
+        &self,
+        worker: usize,
+        _serial: &MutexGuard<'_, ()>,
+    ) -> Result<(usize, usize), TimerError> {
         self.check_worker(worker)?;
         if in_callback() {
             return Err(TimerError::InCallback);
         }
-        let _serial = self.hotplug.lock.lock().unwrap_or_else(|e| e.into_inner());
         if !self.is_online(worker) {
             return Err(TimerError::WorkerState {
                 worker: worker as u32,
@@ -115,30 +124,24 @@ impl Bases {
         Ok((moved, to))
     }
 
-    /// Brings `worker` back online: arms land on its bases again.
-    ///
-    /// # Errors
-    /// [`TimerError::NoSuchWorker`]; [`TimerError::WorkerState`] if it is
-    /// already online.
-    pub(crate) fn bring_online(&self, worker: usize) -> Result<(), TimerError> {
-        self.check_worker(worker)?;
-        let _serial = self.hotplug.lock.lock().unwrap_or_else(|e| e.into_inner());
-        if self.is_online(worker) {
-            return Err(TimerError::WorkerState {
-                worker: worker as u32,
-                online: true,
-            });
-        }
+    /// Opens `worker`'s bases again (the caller checked that it is
+    /// offline): arms land there again.
+    pub(crate) fn bring_online(&self, worker: usize, _serial: &MutexGuard<'_, ()>) {
         let now = self.ticks.now();
         for kind in 0..KINDS {
             let base = &self.all()[worker * KINDS + kind];
             let mut guard = base.lock();
             guard.closed &= !super::OFFLINE;
             guard.forward(now);
+            // The worker counts as idle until its thread says otherwise:
+            // the first arm on its global base reaches the wake hook (the
+            // hierarchy learns it), and the caller wakes the thread.
+            if kind == super::BaseKind::Global as usize {
+                base.idle_until.store(u64::MAX, Relaxed);
+            }
         }
         self.hotplug.route[worker].store(ONLINE, SeqCst);
         self.reroute();
-        Ok(())
     }
 
     /// Moves every pending timer of base `from` to base `to`, once no

@@ -86,15 +86,20 @@ impl Hierarchy {
         self.walk_up(w, Event::NONE, Why::Leave)
     }
 
-    /// Worker `w` is back online; rejoins (active) if it was a member.
-    /// Returns whether it made the top active.
-    pub(crate) fn online(&self, w: usize, now: u64) -> bool {
-        let rejoin = {
-            let mut inner = lock(&self.leaves[w].inner);
-            inner.offline = false;
-            std::mem::take(&mut inner.rejoin)
-        };
-        rejoin && self.join(w, now)
+    /// Worker `w` is back online; it rejoins if it was a member, *idle*
+    /// with no event (its bases are empty): its thread may be asleep, and
+    /// becomes active through its next idle exit like any idle worker.
+    pub(crate) fn online(&self, w: usize) {
+        let leaf = &self.leaves[w];
+        let mut inner = lock(&leaf.inner);
+        inner.offline = false;
+        if std::mem::take(&mut inner.rejoin) {
+            inner.member = true;
+            inner.event = NEVER;
+            leaf.active.store(false, SeqCst);
+            leaf.stalled.store(false, SeqCst);
+            self.trace_cpu(w, "online");
+        }
     }
 
     /// Worker `w` is busy again (the kernel's `tmigr_cpu_activate()`):

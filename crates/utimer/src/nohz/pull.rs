@@ -316,4 +316,31 @@ mod tests {
             assert_eq!(after + was_pending as usize, 1);
         });
     }
+
+    /// A remote expiry racing a re-arm and then the drop of the handle
+    /// from the owner's side: the re-arm either beats the expiry (and the
+    /// drop cancels it: no callback) or finds the callback started (it runs
+    /// once; the drop, maybe during the callback, defers the free to the
+    /// migrator).
+    #[test]
+    fn remote_expiry_vs_modify_and_drop() {
+        model(|| {
+            let (sys, timer, fired) = stalled_setup(false);
+            let s2 = sys.clone();
+            let migrator = thread::spawn(move || {
+                let _me = s2.enter(0).unwrap();
+                let core = s2.core();
+                core.nohz.run_expired(&core.bases, 0, 10);
+            });
+            let _me = sys.enter(1).unwrap();
+            let was_pending = timer.modify(50).unwrap();
+            assert!(timer.is_pending());
+            drop(timer);
+            migrator.join().unwrap();
+            // Not pending when re-armed: its callback had started (remotely)
+            // and ran once; pending: the re-arm beat the expiry, and the
+            // drop cancelled it.
+            assert_eq!(fired.load(SeqCst), usize::from(!was_pending));
+        });
+    }
 }

@@ -298,29 +298,38 @@ impl TimerSystem {
     pub fn offline(&self, worker: usize) -> Result<usize, TimerError> {
         // (Timers that land on an idle target before it planned to wake
         // call the wake hook as any arm does.)
-        let (moved, _to) = self.core.bases.take_offline(worker)?;
+        let serial = self.core.bases.hotplug_serial();
+        let (moved, _to) = self.core.bases.take_offline(worker, &serial)?;
         let top = self.core.nohz.hier.offline(worker);
+        drop(serial);
         self.core.nohz.act(top);
         Ok(moved)
     }
 
     /// Brings `worker` back online (the kernel's CPU hot-plug): timers are
     /// armed on it again, and if it was registered it takes part in the
-    /// pull model again. Timers that moved away stay where they are.
+    /// pull model again, as an idle worker until its thread (woken now)
+    /// passes its next idle exit. Timers that moved away stay where they
+    /// are.
     ///
     /// # Errors
     /// [`TimerError::NoSuchWorker`]; [`TimerError::WorkerState`] if it is
     /// already online.
     pub fn online(&self, worker: usize) -> Result<(), TimerError> {
-        self.core.bases.bring_online(worker)?;
-        if self
-            .core
-            .nohz
-            .hier
-            .online(worker, self.core.bases.ticks.now())
-        {
-            self.core.nohz.monitor.someone_active();
+        let serial = self.core.bases.hotplug_serial();
+        self.core.bases.check_worker(worker)?;
+        if self.core.bases.is_online(worker) {
+            return Err(TimerError::WorkerState {
+                worker: worker as u32,
+                online: true,
+            });
         }
+        // Member (idle) first, then open the bases: an arm that lands there
+        // reaches `new_timer` with the worker already a member.
+        self.core.nohz.hier.online(worker);
+        self.core.bases.bring_online(worker, &serial);
+        drop(serial);
+        self.core.nohz.wake(worker);
         Ok(())
     }
 
