@@ -105,39 +105,35 @@ fn enqueue_dequeue(r: &mut Runner, workers: usize) {
         let traffic = BusyTraffic::start(&sys, busy);
         (sys, traffic)
     };
-    r.case(GROUP, &case, Schedule::Sequential, || {
+    // One system and one traffic thread for both rows, interleaved.
+    r.case(GROUP, &case, Schedule::Interleaved, || {
+        let (sys, traffic) = system();
+        let shared = Arc::new((sys, traffic));
+        let row = |push: bool| {
+            let shared = shared.clone();
+            move || {
+                Ok(move |n: u64| {
+                    let sys = &shared.0;
+                    let _me = sys.enter(0).expect("worker 0");
+                    let t = sys.timer(|_| {});
+                    let at = sys.now() + 1_000;
+                    time(|| {
+                        for _ in 0..n {
+                            if push {
+                                let target = sys.push_target();
+                                t.add_on(black_box(target), black_box(at)).expect("add_on");
+                            } else {
+                                t.add(black_box(at)).expect("add");
+                            }
+                            black_box(t.delete());
+                        }
+                    })
+                })
+            }
+        };
         vec![
-            Contender::batched("utimer: always local (after seed 004)", move || {
-                let (sys, traffic) = system();
-                Ok(move |n: u64| {
-                    let _keep = &traffic;
-                    let _me = sys.enter(0).expect("worker 0");
-                    let t = sys.timer(|_| {});
-                    let at = sys.now() + 1_000;
-                    time(|| {
-                        for _ in 0..n {
-                            t.add(black_box(at)).expect("add");
-                            black_box(t.delete());
-                        }
-                    })
-                })
-            }),
-            Contender::batched("push heuristic (before seed 004)", move || {
-                let (sys, traffic) = system();
-                Ok(move |n: u64| {
-                    let _keep = &traffic;
-                    let _me = sys.enter(0).expect("worker 0");
-                    let t = sys.timer(|_| {});
-                    let at = sys.now() + 1_000;
-                    time(|| {
-                        for _ in 0..n {
-                            let target = sys.push_target();
-                            t.add_on(black_box(target), black_box(at)).expect("add_on");
-                            black_box(t.delete());
-                        }
-                    })
-                })
-            }),
+            Contender::batched("utimer: always local (after seed 004)", row(false)),
+            Contender::batched("push heuristic (before seed 004)", row(true)),
         ]
     });
 }
