@@ -58,7 +58,7 @@
 //! hierarchy lock (a worker's leaf lock, then group locks from child to
 //! parent), never the reverse**: going idle, a stall and a remote expiry's
 //! update run under the worker's global base lock
-//! ([`Base::with_next_expiry`]). Nothing that holds a hierarchy lock takes
+//! (`Base::with_next_expiry`). Nothing that holds a hierarchy lock takes
 //! a base lock.
 //!
 //! # Staying fresh

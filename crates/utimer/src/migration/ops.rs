@@ -3,7 +3,7 @@
 //! `tmigr_cpu_new_timer()`, `tmigr_handle_remote()` and the CPU hotplug
 //! callbacks), and the stall monitor's.
 
-use super::group::{Event, LeafCounters, NEVER};
+use super::group::{Event, LeafCounters, LeafInner, NEVER};
 use super::walk::{lock, TopIdle, Why};
 use super::Hierarchy;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
@@ -49,35 +49,33 @@ impl Hierarchy {
         self.activate_up(w)
     }
 
-    /// Worker `w` leaves the pull model (the kernel's
-    /// `tmigr_cpu_offline()`): inactive with no event, so nobody pulls its
-    /// timers. If that leaves nobody active, the worker with the first event
-    /// is woken to take the wake-up duty.
+    /// Worker `w` leaves the pull model (its `Worker` handle is dropped):
+    /// inactive with no event, so nobody pulls its timers. If that leaves
+    /// nobody active, the worker with the first event is woken to take the
+    /// wake-up duty.
     pub(crate) fn leave(&self, w: usize) -> TopIdle {
-        let leaf = &self.leaves[w];
-        let mut inner = lock(&leaf.inner);
+        let mut inner = lock(&self.leaves[w].inner);
         inner.rejoin = false;
-        if !inner.member {
-            return TopIdle::default();
-        }
-        inner.member = false;
-        inner.event = NEVER;
-        leaf.active.store(false, SeqCst);
-        leaf.stalled.store(false, SeqCst);
-        self.trace_cpu(w, "offline");
-        self.walk_up(w, Event::NONE, Why::Leave)
+        self.drop_membership(w, &mut inner)
     }
 
-    /// Worker `w` goes offline: out of the pull model until
-    /// [`online`](Self::online), which brings it back if it was a member.
+    /// Worker `w` goes offline (the kernel's `tmigr_cpu_offline()`): out of
+    /// the pull model until [`online`](Self::online), which brings it back
+    /// if it was a member.
     pub(crate) fn offline(&self, w: usize) -> TopIdle {
-        let leaf = &self.leaves[w];
-        let mut inner = lock(&leaf.inner);
+        let mut inner = lock(&self.leaves[w].inner);
         inner.offline = true;
         inner.rejoin = inner.member;
+        self.drop_membership(w, &mut inner)
+    }
+
+    /// Ends `w`'s membership, if any (its leaf lock held): inactive, no
+    /// event, the change walked up.
+    fn drop_membership(&self, w: usize, inner: &mut LeafInner) -> TopIdle {
         if !inner.member {
             return TopIdle::default();
         }
+        let leaf = &self.leaves[w];
         inner.member = false;
         inner.event = NEVER;
         leaf.active.store(false, SeqCst);

@@ -269,6 +269,17 @@ mod tests {
         (sys, timer, fired)
     }
 
+    /// Worker 0's tick point at tick 10, on a new thread: as the migrator,
+    /// it expires the stalled worker 1's global base.
+    fn spawn_migrator(sys: &Arc<TimerSystem>) -> thread::JoinHandle<()> {
+        let sys = sys.clone();
+        thread::spawn(move || {
+            let _me = sys.enter(0).unwrap();
+            let core = sys.core();
+            core.nohz.run_expired(&core.bases, 0, 10);
+        })
+    }
+
     /// The stalled worker returns to its tick point while the migrator
     /// expires its global base, and the callback re-arms itself to "now"
     /// once: it runs exactly twice, never twice at once.
@@ -276,12 +287,7 @@ mod tests {
     fn stalled_worker_and_migrator_share_a_base() {
         model(|| {
             let (sys, timer, fired) = stalled_setup(true);
-            let s2 = sys.clone();
-            let migrator = thread::spawn(move || {
-                let _me = s2.enter(0).unwrap();
-                let core = s2.core();
-                core.nohz.run_expired(&core.bases, 0, 10);
-            });
+            let migrator = spawn_migrator(&sys);
             let _me = sys.enter(1).unwrap();
             let core = sys.core();
             core.nohz.run_expired(&core.bases, 1, 10);
@@ -303,12 +309,7 @@ mod tests {
     fn remote_expiry_vs_delete_sync() {
         model(|| {
             let (sys, timer, fired) = stalled_setup(false);
-            let s2 = sys.clone();
-            let migrator = thread::spawn(move || {
-                let _me = s2.enter(0).unwrap();
-                let core = s2.core();
-                core.nohz.run_expired(&core.bases, 0, 10);
-            });
+            let migrator = spawn_migrator(&sys);
             let was_pending = timer.delete_sync().unwrap();
             let after = fired.load(SeqCst);
             migrator.join().unwrap();
@@ -326,12 +327,7 @@ mod tests {
     fn remote_expiry_vs_modify_and_drop() {
         model(|| {
             let (sys, timer, fired) = stalled_setup(false);
-            let s2 = sys.clone();
-            let migrator = thread::spawn(move || {
-                let _me = s2.enter(0).unwrap();
-                let core = s2.core();
-                core.nohz.run_expired(&core.bases, 0, 10);
-            });
+            let migrator = spawn_migrator(&sys);
             let _me = sys.enter(1).unwrap();
             let was_pending = timer.modify(50).unwrap();
             assert!(timer.is_pending());
