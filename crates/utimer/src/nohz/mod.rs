@@ -126,14 +126,12 @@ impl EventSource for WheelSource<'_> {
         let pull = self.pull;
         let global = global.with_next_expiry(|next| {
             match self.hier.deactivate(worker, next.filter(|_| pull)) {
-                Deactivated::Idle(_) if !self.pull => {
-                    (next, Some(next.map_or(until, |n| n.min(until))))
-                }
-                // No member: wake for its own, as before the pull model.
-                Deactivated::NotMember => (next, Some(next.map_or(until, |n| n.min(until)))),
-                // Else the hierarchy has the first event; an earlier arm must
+                // The hierarchy has the first event; an earlier arm must
                 // reach it (`new_timer`).
-                Deactivated::Idle(top) => (top.arm, Some(next.unwrap_or(u64::MAX))),
+                Deactivated::Idle(top) if pull => (top.arm, Some(next.unwrap_or(u64::MAX))),
+                // No member, or no pull model: wake for its own movable
+                // timers, as before seed 004.
+                _ => (next, Some(next.map_or(until, |n| n.min(until)))),
             }
         });
         NextEvents { local, global }
