@@ -6,9 +6,11 @@
 # sequence-counter race, the last idle worker's wake-up, a new timer racing
 # it) and remote expiry (src/nohz/pull.rs: a stalled worker and its
 # migrator sharing a base, delete_sync against a remote expiry).
+# tests/loom_hrtimer.rs models the hrtimer expiry against cancel-and-wait,
+# restarts, starts from other threads and the handle's drop.
 # Under --cfg loom every atomic, the base lock, the lock-protected cells and
 # the thread-locals come from loom (src/sync).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom \
-  cargo test -p utimer --release --lib --test loom -- --test-threads=1
+  cargo test -p utimer --release --lib --test loom --test loom_hrtimer -- --test-threads=1

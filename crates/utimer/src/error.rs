@@ -45,6 +45,41 @@ pub enum TimerError {
         /// Workers the topology describes (saturated to `u32::MAX`).
         described: u32,
     },
+    /// A POSIX timer ID that names no timer of this system: never issued,
+    /// deleted, or another system's (`EINVAL`).
+    NoSuchTimer,
+    /// An argument out of range: a negative or non-normalized `timespec`
+    /// (`tv_nsec` outside `0..1_000_000_000`), an unknown clock or
+    /// notification, a signal number out of range (`EINVAL`).
+    InvalidArgument,
+    /// No memory for another timer, or the ID space is full (`EAGAIN` as
+    /// `timer_create` says).
+    NoSpace,
+    /// A file descriptor or signal could not be set up; the payload is the
+    /// `errno` the kernel gave.
+    Os(i32),
+}
+
+impl TimerError {
+    /// The `errno` value the C API reports for this error (POSIX names:
+    /// `EINVAL`, `EAGAIN`, `EDEADLK`, ...).
+    pub fn errno(&self) -> i32 {
+        match self {
+            TimerError::Shutdown => libc::ESHUTDOWN,
+            TimerError::AlreadyPending => libc::EALREADY,
+            TimerError::Running => libc::EBUSY,
+            TimerError::InOwnCallback => libc::EDEADLK,
+            TimerError::InCallback => libc::EDEADLK,
+            TimerError::NoSuchWorker { .. } => libc::EINVAL,
+            TimerError::WorkerState { .. } => libc::EALREADY,
+            TimerError::LastWorker => libc::EBUSY,
+            TimerError::BadTopology { .. } => libc::EINVAL,
+            TimerError::NoSuchTimer => libc::EINVAL,
+            TimerError::InvalidArgument => libc::EINVAL,
+            TimerError::NoSpace => libc::EAGAIN,
+            TimerError::Os(e) => *e,
+        }
+    }
 }
 
 impl fmt::Display for TimerError {
@@ -75,6 +110,14 @@ impl fmt::Display for TimerError {
                 f,
                 "the topology describes {described} workers, not as many as the system has: give one node per worker"
             ),
+            TimerError::NoSuchTimer => f.write_str(
+                "no such POSIX timer in this system: the ID was never issued, was deleted, or belongs to another system",
+            ),
+            TimerError::InvalidArgument => f.write_str(
+                "invalid argument: timespecs must be non-negative with tv_nsec below 1e9; clocks, notifications and signals must be known",
+            ),
+            TimerError::NoSpace => f.write_str("no room for another POSIX timer"),
+            TimerError::Os(e) => write!(f, "the kernel refused: errno {e} ({})", std::io::Error::from_raw_os_error(*e)),
         }
     }
 }

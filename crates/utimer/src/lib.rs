@@ -9,11 +9,13 @@
 //! | 1 | [`wheel`] | the non-cascading timer wheel, a pure data structure |
 //! | 2 | `entry/` | the timer entry: header, state word, lifetime rules |
 //! | 3 | [`base`] | per-worker bases with their own locks, the table of bases, expiry |
+//! | 3 | [`hrtimer`] | high-resolution timers: per-worker, per-clock ordered queues, nanosecond expiries |
 //! | 4 | `timer/` | [`Timer`]: arm, modify, reduce, delete, `delete_sync` |
 //! | 5 | `migration/` | the pull model's hierarchy: groups, state words, event queues ([`Topology`]) |
 //! | 6 | `nohz/` | tickless idle: next events of every source, wakers, wake policy, remote expiry, stall monitor |
 //! | 7 | `system/` | the [`TimerSystem`] facade, [`Builder`], [`Worker`], [`Sleeper`] |
-//! | 8 | [`runtime`], [`sim`] | [`Runtime`]: worker threads; the pull model's simulator |
+//! | 8 | [`posix`] | POSIX timers: the ID table with lock-free lookup (seed 003), `timer_settime` semantics, notifications |
+//! | 9 | [`runtime`], [`sim`] | [`Runtime`]: worker threads; the pull model's simulator |
 //!
 //! A timer names its base through an address in its header: that is data,
 //! not an import. The base layer calls up only through the hooks the system
@@ -46,8 +48,10 @@
 pub mod base;
 mod entry;
 mod error;
+pub mod hrtimer;
 mod migration;
 mod nohz;
+pub mod posix;
 pub mod runtime;
 #[cfg(not(loom))]
 pub mod sim;
@@ -61,9 +65,12 @@ pub use base::{BaseKind, BaseStats};
 pub use error::TimerError;
 pub use migration::{GroupInfo, MigrationStats, Topology};
 #[cfg(not(loom))]
+pub use posix::{ItimerSpec, Notify, TimerId};
+#[cfg(not(loom))]
 pub use runtime::Runtime;
 pub use system::{Builder, EnterGuard, Interrupter, SleepOutcome, Sleeper, TimerSystem, Worker};
-pub use time::{Clock, Expiry};
+pub use hrtimer::{HrFire, HrRestart, HrStats, HrTimer};
+pub use time::{Clock, ClockId, Expiry};
 pub use timer::{Timer, TimerFlags};
 
 /// The README's examples, compiled and run as doctests.

@@ -2,9 +2,10 @@
 //! wakes it.
 //!
 //! A worker going idle asks every *event source* for its next event and
-//! sleeps until the earliest. Today there is one source, the worker's wheel
-//! bases; hrtimers will be a second one, added to [`Nohz::sources`] without
-//! touching the wheel. Each source answers with its next *local* event
+//! sleeps until the earliest. There are two: the worker's wheel bases
+//! ([`Nohz::sources`], in ticks) and its hrtimer bases ([`Nohz::hr`], in
+//! nanoseconds, always pinned), and the sleep ends at the earlier, to the
+//! nanosecond ([`Nohz::idle`]). Each source answers with its next *local* event
 //! (pinned: only this worker may run it) and its next *global* one
 //! (movable: the pull model will let a busy worker run it instead, so only
 //! the local one will keep an idle worker's own wake-up). Deferrable timers
@@ -48,6 +49,9 @@ mod pull;
 pub(crate) use pull::Monitor;
 
 use crate::base::{BaseKind, Bases, Hooks};
+use crate::hrtimer::HrTable;
+use crate::time::{ClockId, TickSource};
+use std::time::{Duration, Instant};
 use crate::migration::{Deactivated, Hierarchy, NewTimer, TopIdle, Wake};
 use crate::sync::Mutex;
 use std::sync::Arc;
@@ -56,7 +60,8 @@ use std::sync::Arc;
 /// held.
 pub(crate) type Waker = Arc<dyn Fn() + Send + Sync>;
 
-/// A worker's next events, as ticks (`None`: none).
+/// A worker's next events: wheel events as ticks, hrtimer events as
+/// `CLOCK_MONOTONIC` nanoseconds (`None`: none).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct NextEvents {
     /// Pinned events: only this worker may run them.
@@ -64,6 +69,18 @@ pub(crate) struct NextEvents {
     /// Movable events: another worker may run them (pull model). From the
     /// idle computation: the wake-up to arm for them (see the module docs).
     pub(crate) global: Option<u64>,
+    /// The first hrtimer event (pinned: hrtimers are always expired by
+    /// their worker), in monotonic ns.
+    pub(crate) precise: Option<u64>,
+}
+
+/// What an idle worker does next.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Idle {
+    /// Something is due already: run it instead of sleeping.
+    Run,
+    /// Sleep for at most this long (`None`: until woken).
+    Sleep(Option<Duration>),
 }
 
 fn min(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -74,9 +91,27 @@ fn min(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 }
 
 impl NextEvents {
-    /// The earliest of both.
+    /// The earliest wheel event, as a tick.
     pub(crate) fn earliest(self) -> Option<u64> {
         min(self.local, self.global)
+    }
+
+    /// The earliest event of all, as a tick (an hrtimer's rounded up: a
+    /// loop that sleeps until that tick is late for it by less than a tick,
+    /// never early; [`Nohz::idle`] is precise).
+    pub(crate) fn earliest_tick(self, ticks: &TickSource) -> Option<u64> {
+        min(self.earliest(), self.precise.map(|ns| ticks.tick_of_ns(ns)))
+    }
+
+    /// The earliest event of all as a monotonic instant (`None`: none, or a
+    /// manual clock).
+    pub(crate) fn deadline(self, ticks: &TickSource) -> Option<Instant> {
+        let wheel = self.earliest().and_then(|t| ticks.instant_of(t));
+        let hr = self.precise.and_then(|ns| ticks.instant_of_ns(ns));
+        match (wheel, hr) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The earlier of each kind.
@@ -84,6 +119,7 @@ impl NextEvents {
         NextEvents {
             local: min(self.local, o.local),
             global: min(self.global, o.global),
+            precise: min(self.precise, o.precise),
         }
     }
 }
@@ -115,6 +151,7 @@ impl EventSource for WheelSource<'_> {
         NextEvents {
             local: self.bases.base(worker, BaseKind::Local).next_expiry(),
             global: self.bases.base(worker, BaseKind::Global).next_expiry(),
+            precise: None,
         }
     }
 
@@ -134,7 +171,11 @@ impl EventSource for WheelSource<'_> {
                 _ => (next, Some(next.map_or(until, |n| n.min(until)))),
             }
         });
-        NextEvents { local, global }
+        NextEvents {
+            local,
+            global,
+            precise: None,
+        }
     }
 
     fn clear_idle(&self, worker: usize) {
@@ -163,6 +204,8 @@ impl EventSource for WheelSource<'_> {
 /// pull model's hierarchy and its stall monitor.
 pub(crate) struct Nohz {
     wakers: Box<[Mutex<Option<Waker>>]>,
+    /// The second event source: every worker's hrtimer bases.
+    pub(crate) hr: HrTable,
     pub(crate) hier: Hierarchy,
     pub(crate) monitor: Monitor,
     /// The pull model is on (else every worker wakes for its own movable
@@ -174,6 +217,7 @@ impl Nohz {
     pub(crate) fn new(workers: usize, hier: Hierarchy, stall_bound: u64, pull: bool) -> Arc<Nohz> {
         Arc::new(Nohz {
             wakers: (0..workers).map(|_| Mutex::new(None)).collect(),
+            hr: HrTable::new(workers),
             hier,
             monitor: Monitor::new(stall_bound),
             pull,
@@ -204,7 +248,29 @@ impl Nohz {
             let until = next.earliest().unwrap_or(u64::MAX);
             next = next.min(s.publish_idle(worker, until));
         }
+        next.precise = self.hr.idle_enter(worker, &bases.ticks);
         next
+    }
+
+    /// [`idle_enter`](Self::idle_enter), and what to do about it: run at
+    /// once, or sleep until the earliest event (precise for hrtimers; a
+    /// manual clock has no instant, so it looks again after a tick).
+    pub(crate) fn idle(&self, bases: &Bases, worker: usize) -> Idle {
+        let next = self.idle_enter(bases, worker);
+        let ticks = &bases.ticks;
+        if next.earliest().is_some_and(|t| t <= ticks.now_precise())
+            || next
+                .precise
+                .is_some_and(|ns| ns <= ticks.now_ns(ClockId::Monotonic))
+        {
+            return Idle::Run;
+        }
+        if next.earliest().is_none() && next.precise.is_none() {
+            return Idle::Sleep(None);
+        }
+        Idle::Sleep(Some(next.deadline(ticks).map_or(ticks.tick(), |at| {
+            at.saturating_duration_since(Instant::now())
+        })))
     }
 
     /// `worker` is busy again. The kernel's `tick_nohz_idle_exit()`.
@@ -217,6 +283,7 @@ impl Nohz {
         for s in &self.sources(bases) {
             s.clear_idle(worker);
         }
+        self.hr.idle_exit(worker);
     }
 
     /// `worker`'s next events, without going idle.
@@ -225,6 +292,7 @@ impl Nohz {
         for s in &self.sources(bases) {
             next = next.min(s.next_events(worker));
         }
+        next.precise = self.hr.next_event(worker, &bases.ticks);
         next
     }
 
@@ -247,6 +315,18 @@ impl Nohz {
             ran += n;
             next = next.min(events);
         }
+        let (n, precise) = self.hr.run_expired(
+            worker,
+            &bases.ticks,
+            &|payload| {
+                if let Some(hook) = bases.panic_hook() {
+                    hook(payload);
+                }
+            },
+            &|w| self.wake(w),
+        );
+        ran += n;
+        next.precise = precise;
         ran += self.run_remote(bases, Some(worker), now);
         (ran, next)
     }
@@ -299,6 +379,6 @@ impl Hooks for Nohz {
 
     fn run_blocked(&self, bases: &Bases, worker: usize) -> Option<u64> {
         let now = bases.ticks.now_precise();
-        self.run_expired(bases, worker, now).1.earliest()
+        self.run_expired(bases, worker, now).1.earliest_tick(&bases.ticks)
     }
 }

@@ -44,6 +44,7 @@
 //! ([`TimerSystem::sleep`]) keeps its worker's timers running while it
 //! waits, so every worker may sleep at once.
 
+use crate::nohz::Idle;
 use crate::sync::parker::Parker;
 use crate::{Builder, TimerSystem};
 use std::collections::VecDeque;
@@ -115,6 +116,7 @@ impl Runtime {
                     if let Some(cpu) = cpu {
                         pin_to(cpu);
                     }
+                    precise_sleeps();
                     worker_main(&sys, &pool, w)
                 })?;
             rt.threads.push(handle);
@@ -231,6 +233,18 @@ fn pin_to(cpu: usize) {
     let _ = cpu;
 }
 
+/// Sets this thread's timer slack to 1 ns, so that its futex timeouts end
+/// when asked, not up to 50 µs later (see the `hrtimer` module docs:
+/// hrtimers ask for slack explicitly). Best effort.
+fn precise_sleeps() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK takes an integer argument and touches no
+    // memory of ours.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
 fn pop_job(slot: &Slot) -> Option<Job> {
     slot.jobs
         .lock()
@@ -271,15 +285,12 @@ fn worker_main(sys: &TimerSystem, pool: &Arc<Pool>, w: usize) {
         if busy {
             continue;
         }
-        let timeout = match worker.idle_enter() {
-            Some(tick) if tick <= sys.now_precise() => {
+        let timeout = match worker.idle() {
+            Idle::Run => {
                 worker.idle_exit();
                 continue;
             }
-            Some(tick) => sys
-                .instant_of(tick)
-                .map(|at| at.saturating_duration_since(Instant::now())),
-            None => None,
+            Idle::Sleep(timeout) => timeout,
         };
         slot.parker.park(seen, timeout);
         slot.wakeups.fetch_add(1, SeqCst);

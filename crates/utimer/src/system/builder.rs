@@ -181,8 +181,12 @@ impl Builder {
             capacity: self.capacity,
         };
         let bases = Bases::new(self.workers, ticks, &config, nohz.clone(), self.panic_hook);
+        let core = Core { bases, nohz };
         Ok(TimerSystem {
-            core: Core { bases, nohz },
+            env: Arc::new(core.clone()),
+            core,
+            #[cfg(not(loom))]
+            posix: crate::posix::Registry::new(),
         })
     }
 }

@@ -10,10 +10,12 @@
 //!
 //! One file a concern: the facade (here), its settings (`builder.rs`),
 //! shutdown (`shutdown.rs`), the integration API (`worker.rs`) and blocking
-//! sleep (`sleep.rs`). Every inherent `impl TimerSystem` is in this file;
+//! sleep (`sleep.rs`). Every inherent `impl TimerSystem` is in this file,
+//! but the POSIX timer calls, which the layer above adds (`posix/api.rs`);
 //! the other files hold the types the facade hands out.
 
 mod builder;
+mod hr;
 mod shutdown;
 mod sleep;
 mod worker;
@@ -23,6 +25,8 @@ pub use sleep::{Interrupter, SleepOutcome, Sleeper};
 pub use worker::Worker;
 
 use crate::base::{BaseKind, BaseStats, Bases, Binding};
+use crate::hrtimer::{HrFire, HrRestart, HrStats, HrTimer};
+use crate::time::ClockId;
 use crate::migration::{GroupInfo, MigrationStats};
 use crate::nohz::Nohz;
 use crate::time::{Clock, Expiry};
@@ -43,6 +47,11 @@ pub(crate) struct Core {
 /// later arms return [`TimerError::Shutdown`].
 pub struct TimerSystem {
     core: Core,
+    /// The same, shared with hrtimer handles (`hr.rs`).
+    env: Arc<Core>,
+    /// The POSIX timers this system owns (deleted when it goes).
+    #[cfg(not(loom))]
+    posix: crate::posix::Registry,
 }
 
 /// Binds the current thread to a worker until dropped
@@ -142,6 +151,50 @@ impl TimerSystem {
         Timer::new(bases, bases.current_worker(), flags, callback)
     }
 
+    /// Creates a high-resolution timer on `clock` that calls `callback`
+    /// when it fires, on the calling thread's worker (the kernel's
+    /// `hrtimer_setup()`). Start it with [`HrTimer::start`] (absolute ns of
+    /// its clock) or [`HrTimer::start_after`]. The callback returns whether
+    /// to restart it ([`HrRestart`]), after moving its expiry through
+    /// [`HrFire::forward`] for a periodic timer.
+    pub fn hrtimer<F>(&self, clock: ClockId, callback: F) -> HrTimer
+    where
+        F: Fn(&mut HrFire) -> HrRestart + Send + Sync + 'static,
+    {
+        let worker = self.core.bases.route(self.core.bases.current_worker());
+        HrTimer::new(self.env.clone(), worker, clock, callback)
+    }
+
+    /// [`hrtimer`](Self::hrtimer) on worker `worker`, whose thread runs the
+    /// callback (an offline worker's timers go to the worker it is routed
+    /// to when started).
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
+    pub fn hrtimer_on<F>(&self, worker: usize, clock: ClockId, callback: F) -> Result<HrTimer, TimerError>
+    where
+        F: Fn(&mut HrFire) -> HrRestart + Send + Sync + 'static,
+    {
+        self.core.bases.check_worker(worker)?;
+        Ok(HrTimer::new(self.env.clone(), worker, clock, callback))
+    }
+
+    /// Counters of `worker`'s hrtimer bases (all clocks).
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
+    pub fn hr_stats(&self, worker: usize) -> Result<HrStats, TimerError> {
+        self.core.bases.check_worker(worker)?;
+        Ok(self.core.nohz.hr.stats(worker))
+    }
+
+    /// The current time of `clock` in nanoseconds, as hrtimers read it
+    /// (`clock_gettime`; with a manual [`Clock`], its tick × the tick
+    /// length, for every clock).
+    pub fn clock_ns(&self, clock: ClockId) -> u64 {
+        self.core.bases.ticks.now_ns(clock)
+    }
+
     /// Binds this thread to `worker` until the guard is dropped: timers it
     /// arms go to that worker's bases.
     ///
@@ -175,15 +228,16 @@ impl TimerSystem {
     }
 
     /// The earliest tick at which a timer of `worker` fires, over its local
-    /// and global bases (deferrable timers do not count, as they never wake
-    /// a worker). The kernel's `get_next_timer_interrupt()`.
+    /// and global bases and its hrtimers (rounded up to their tick);
+    /// deferrable timers do not count, as they never wake a worker. The
+    /// kernel's `get_next_timer_interrupt()`.
     ///
     /// # Errors
     /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
     pub fn next_expiry(&self, worker: usize) -> Result<Option<u64>, TimerError> {
         self.core.bases.check_worker(worker)?;
         let next = self.core.nohz.next_events(&self.core.bases, worker);
-        Ok(next.earliest())
+        Ok(next.earliest_tick(&self.core.bases.ticks))
     }
 
     /// Statistics of one base.
@@ -283,7 +337,7 @@ impl TimerSystem {
 
     /// Takes `worker` offline at run time (the kernel's CPU hot-unplug):
     /// no timer is armed on it or expired by it any more, and its pending
-    /// timers, pinned ones included, move to an online worker (the next
+    /// timers, pinned ones and hrtimers included, move to an online worker (the next
     /// online one after it), which fires them as it would its own: nothing
     /// is lost, nothing fires twice. A callback running on it finishes
     /// first (this waits for it); `delete_sync` of a moving timer waits
@@ -299,11 +353,15 @@ impl TimerSystem {
         // (Timers that land on an idle target before it planned to wake
         // call the wake hook as any arm does.)
         let serial = self.core.bases.hotplug_serial();
-        let (moved, _to) = self.core.bases.take_offline(worker, &serial)?;
+        let (moved, to) = self.core.bases.take_offline(worker, &serial)?;
+        let (hr_moved, wake) = self.core.nohz.hr.take_offline(worker, to);
         let top = self.core.nohz.hier.offline(worker);
         drop(serial);
         self.core.nohz.act(top);
-        Ok(moved)
+        for w in wake {
+            self.core.nohz.wake(w);
+        }
+        Ok(moved + hr_moved)
     }
 
     /// Brings `worker` back online (the kernel's CPU hot-plug): timers are
@@ -328,6 +386,7 @@ impl TimerSystem {
         // reaches `new_timer` with the worker already a member.
         self.core.nohz.hier.online(worker);
         self.core.bases.bring_online(worker, &serial);
+        self.core.nohz.hr.bring_online(worker);
         drop(serial);
         self.core.nohz.wake(worker);
         Ok(())
@@ -364,6 +423,17 @@ impl TimerSystem {
             .unwrap_or(me)
     }
 
+    /// The hrtimer environment, for layers above (POSIX timers).
+    pub(crate) fn env(&self) -> Arc<Core> {
+        self.env.clone()
+    }
+
+    /// This system's POSIX timers.
+    #[cfg(not(loom))]
+    pub(crate) fn posix(&self) -> &crate::posix::Registry {
+        &self.posix
+    }
+
     /// The crate's own view, for the simulator.
     pub(crate) fn core(&self) -> &Core {
         &self.core
@@ -371,7 +441,7 @@ impl TimerSystem {
 
     /// A reusable, interruptible sleep whose timer belongs to this system.
     pub fn sleeper(&self) -> Sleeper {
-        Sleeper::new(self.core.clone())
+        Sleeper::new(self.env.clone())
     }
 
     /// Blocks this thread for at least `d` (rounded up to whole ticks). The

@@ -1,12 +1,14 @@
-//! Blocking sleep for any thread: the kernel's `schedule_timeout()`.
+//! Blocking sleep for any thread: the kernel's `nanosleep()` /
+//! `hrtimer_nanosleep()`.
 //!
-//! A [`Sleeper`] owns a single-shot timer whose callback unparks the
-//! sleeping thread. `sleep_until` arms it and waits until the callback has
-//! run or another thread interrupts the sleep, then removes the timer with
-//! `delete_sync` (an idle or pending single-shot timer costs about a plain
-//! `delete` there: seed 001). The sleep never ends early: the timer fires at
-//! or after its deadline tick, which relative expiries round up, and only
-//! its callback reports the sleep as elapsed.
+//! A [`Sleeper`] owns a single-shot hrtimer (`hrtimer/`) on the monotonic
+//! clock whose callback unparks the sleeping thread. `sleep_until` starts
+//! it and waits until the callback has run or another thread interrupts
+//! the sleep, then cancels it (waiting for a callback in flight). As the
+//! kernel's `nanosleep` does, it uses an hrtimer, not the wheel: a sleep
+//! ends microseconds after its deadline, not at the next bucket boundary.
+//! It never ends early: the timer fires only once its clock has read the
+//! deadline, and only its callback reports the sleep as elapsed.
 //!
 //! # Who runs the timer
 //!
@@ -27,12 +29,14 @@
 
 use super::Core;
 use crate::base::in_callback;
+use crate::hrtimer::{self, HrRestart, HrTimer};
+use crate::nohz::Idle;
 use crate::sync::parker::Parker;
-use crate::time::Expiry;
-use crate::{Timer, TimerError, TimerFlags};
+use crate::time::{ClockId, Expiry};
+use crate::TimerError;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How a sleep ended.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -53,9 +57,9 @@ struct State {
 /// A reusable, interruptible sleep for one thread at a time
 /// ([`TimerSystem::sleeper`](crate::TimerSystem::sleeper)).
 pub struct Sleeper {
-    timer: Timer,
+    timer: HrTimer,
     state: Arc<State>,
-    core: Core,
+    core: Arc<Core>,
 }
 
 /// Cuts a [`Sleeper`]'s current (or next) sleep short, from any thread.
@@ -80,13 +84,14 @@ impl std::fmt::Debug for Interrupter {
 }
 
 impl Sleeper {
-    pub(crate) fn new(core: Core) -> Sleeper {
+    pub(crate) fn new(core: Arc<Core>) -> Sleeper {
         let state = Arc::new(State::default());
         let s = state.clone();
-        let worker = core.bases.current_worker();
-        let timer = Timer::new(&core.bases, worker, TimerFlags::NONE, move |_| {
+        let worker = core.bases.route(core.bases.current_worker());
+        let timer = HrTimer::new(core.clone(), worker, ClockId::Monotonic, move |_| {
             s.fired.store(true, SeqCst);
             s.parker.unpark();
+            HrRestart::NoRestart
         });
         Sleeper { timer, state, core }
     }
@@ -98,7 +103,8 @@ impl Sleeper {
         }
     }
 
-    /// Sleeps for at least `d` (rounded up to whole ticks).
+    /// Sleeps for at least `d` (to the nanosecond: the kernel's
+    /// `nanosleep()`).
     ///
     /// # Errors
     /// As [`sleep_until`](Self::sleep_until).
@@ -106,28 +112,36 @@ impl Sleeper {
         self.sleep_until(d)
     }
 
-    /// Sleeps until the clock has reached `deadline`, or until interrupted:
-    /// returns [`SleepOutcome::Elapsed`] only once a worker's expiry run, at
-    /// a tick at or after the deadline tick (so after the clock read at
-    /// least that tick), has fired the sleep's timer. A relative deadline is
-    /// rounded up to whole ticks from now.
+    /// Sleeps until `deadline`, or until interrupted: returns
+    /// [`SleepOutcome::Elapsed`] only once the sleep's hrtimer has fired,
+    /// which it does only after the monotonic clock read at least the
+    /// deadline. An [`Expiry::After`] counts from now to the nanosecond, an
+    /// [`Expiry::At`] is that instant, and a tick ([`Expiry::Tick`],
+    /// [`Expiry::AfterTicks`]) stands for the moment that tick begins.
     ///
     /// # Errors
     /// [`TimerError::InCallback`] inside a timer callback;
     /// [`TimerError::Shutdown`] if the system is gone.
     pub fn sleep_until(&self, deadline: impl Into<Expiry>) -> Result<SleepOutcome, TimerError> {
-        if in_callback() {
+        if in_callback() || hrtimer::in_callback() {
             return Err(TimerError::InCallback);
         }
         let bases = &self.core.bases;
-        let deadline = bases.ticks.resolve(deadline.into());
+        let ticks = &bases.ticks;
+        let at = match deadline.into() {
+            Expiry::After(d) => ticks
+                .now_ns(ClockId::Monotonic)
+                .saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+            Expiry::At(instant) => ticks.ns_of_instant(instant),
+            e => ticks.ns_of_tick(ticks.resolve(e)),
+        };
         self.state.fired.store(false, SeqCst);
-        self.timer.modify(deadline)?;
+        self.timer.start(at)?;
         let outcome = match bases.entered_worker() {
             None => self.park_until_done(),
             Some(worker) => self.run_until_done(worker),
         };
-        self.timer.delete_sync()?;
+        self.timer.cancel()?;
         Ok(outcome)
     }
 
@@ -156,7 +170,7 @@ impl Sleeper {
     /// On `worker`'s thread: run its timers while waiting, tickless in
     /// between (the runtime's idle loop, with this sleeper's parker).
     fn run_until_done(&self, worker: usize) -> SleepOutcome {
-        let Core { bases, nohz } = &self.core;
+        let Core { bases, nohz } = &*self.core;
         let s = self.state.clone();
         let previous = nohz.swap_waker(worker, Some(Arc::new(move || s.parker.unpark())));
         let outcome = loop {
@@ -168,20 +182,7 @@ impl Sleeper {
             if let Some(outcome) = self.outcome() {
                 break outcome;
             }
-            let timeout = match nohz.idle_enter(bases, worker).earliest() {
-                Some(tick) if tick <= bases.ticks.now_precise() => Some(Duration::ZERO),
-                // A manual clock has no instant: look again after a tick.
-                Some(tick) => Some(
-                    bases
-                        .ticks
-                        .instant_of(tick)
-                        .map_or(bases.ticks.tick(), |at| {
-                            at.saturating_duration_since(Instant::now())
-                        }),
-                ),
-                None => None,
-            };
-            if timeout != Some(Duration::ZERO) {
+            if let Idle::Sleep(timeout) = nohz.idle(bases, worker) {
                 self.state.parker.park(token, timeout);
             }
             nohz.idle_exit(bases, worker);

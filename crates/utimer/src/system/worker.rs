@@ -39,7 +39,7 @@
 
 use super::Core;
 use crate::base::{Bases, Binding};
-use crate::nohz::Waker;
+use crate::nohz::{Idle, Waker};
 use std::marker::PhantomData;
 use std::time::Instant;
 
@@ -95,16 +95,30 @@ impl Worker {
     /// when an earlier timer needs it. If the tick is not in the future,
     /// run [`run_expired`](Self::run_expired) instead of sleeping. The
     /// kernel's `tick_nohz_idle_enter()`.
+    ///
+    /// A tick is coarse for hrtimers: their expiry is rounded up to the
+    /// next tick here (never early, up to a tick late). A loop that wants
+    /// them on time sleeps until [`idle_enter_until`](Self::idle_enter_until)
+    /// instead.
     pub fn idle_enter(&self) -> Option<u64> {
         let next = self.core.nohz.idle_enter(&self.core.bases, self.index);
-        next.earliest()
+        next.earliest_tick(&self.core.bases.ticks)
     }
 
-    /// [`idle_enter`](Self::idle_enter), as the instant to sleep until
-    /// (monotonic clock; `None` for no timer, or for a manual clock).
+    /// [`idle_enter`](Self::idle_enter), as the instant to sleep until,
+    /// precise to the nanosecond for hrtimers (monotonic clock; `None` for
+    /// no timer, or for a manual clock). Set the thread's timer slack low
+    /// (`prctl(PR_SET_TIMERSLACK)`) if the sleep is a futex or `epoll`
+    /// timeout: the kernel otherwise adds up to 50 µs to it.
     pub fn idle_enter_until(&self) -> Option<Instant> {
-        let tick = self.idle_enter()?;
-        self.core.bases.ticks.instant_of(tick)
+        let next = self.core.nohz.idle_enter(&self.core.bases, self.index);
+        next.deadline(&self.core.bases.ticks)
+    }
+
+    /// [`idle_enter`](Self::idle_enter), as what the runtime's loop does
+    /// next: run at once, or sleep for at most a duration.
+    pub(crate) fn idle(&self) -> Idle {
+        self.core.nohz.idle(&self.core.bases, self.index)
     }
 
     /// "I am busy again": arms on this worker's bases stop waking it. The

@@ -27,6 +27,43 @@ pub struct Clock {
     kind: Kind,
 }
 
+/// The clocks an hrtimer or a POSIX timer counts in (`clockid_t`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ClockId {
+    /// `CLOCK_MONOTONIC`: does not count time in suspend; never set.
+    Monotonic = 0,
+    /// `CLOCK_BOOTTIME`: like `Monotonic`, but counts time in suspend.
+    Boottime = 1,
+    /// `CLOCK_REALTIME`: wall time; may be set (an absolute timer then fires
+    /// at the new wall time, see `hrtimer/`).
+    Realtime = 2,
+}
+
+impl ClockId {
+    /// All clocks, in queue order.
+    pub const ALL: [ClockId; 3] = [ClockId::Monotonic, ClockId::Boottime, ClockId::Realtime];
+
+    /// The `clockid_t`.
+    pub fn raw(self) -> libc::clockid_t {
+        match self {
+            ClockId::Monotonic => libc::CLOCK_MONOTONIC,
+            ClockId::Boottime => libc::CLOCK_BOOTTIME,
+            ClockId::Realtime => libc::CLOCK_REALTIME,
+        }
+    }
+
+    /// The clock a `clockid_t` names, if utimer supports it (`None`:
+    /// `EINVAL` in the C API).
+    pub fn from_raw(id: libc::clockid_t) -> Option<ClockId> {
+        match id {
+            libc::CLOCK_MONOTONIC => Some(ClockId::Monotonic),
+            libc::CLOCK_BOOTTIME => Some(ClockId::Boottime),
+            libc::CLOCK_REALTIME => Some(ClockId::Realtime),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 enum Kind {
     Monotonic,
@@ -136,6 +173,67 @@ impl TickSource {
                     / self.tick_ns
             }
             Kind::Manual(t) => t.load(Ordering::Acquire),
+        }
+    }
+
+    /// The current time of `id` in nanoseconds (`clock_gettime`): what
+    /// hrtimers count in. A manual clock answers `tick × tick length` for
+    /// every id, so that hrtimer tests are as deterministic as wheel ones.
+    #[inline]
+    pub(crate) fn now_ns(&self, id: ClockId) -> u64 {
+        match &self.clock.kind {
+            Kind::Monotonic => monotonic_ns(id.raw()),
+            Kind::Manual(t) => t.load(Ordering::Acquire).saturating_mul(self.tick_ns),
+        }
+    }
+
+    /// The instant at which the monotonic clock reads `ns` (`None` for a
+    /// manual clock, or beyond `Instant`'s range).
+    pub(crate) fn instant_of_ns(&self, ns: u64) -> Option<Instant> {
+        match &self.clock.kind {
+            Kind::Monotonic => match ns.checked_sub(self.epoch_ns) {
+                Some(after) => self.epoch.checked_add(Duration::from_nanos(after)),
+                None => self.epoch.checked_sub(Duration::from_nanos(self.epoch_ns - ns)),
+            },
+            Kind::Manual(_) => None,
+        }
+    }
+
+    /// The monotonic ns at which `tick` begins (for a manual clock, `tick
+    /// × tick length`). Saturates.
+    pub(crate) fn ns_of_tick(&self, tick: u64) -> u64 {
+        let ns = tick.saturating_mul(self.tick_ns);
+        match &self.clock.kind {
+            Kind::Monotonic => ns.saturating_add(self.epoch_ns),
+            Kind::Manual(_) => ns,
+        }
+    }
+
+    /// The monotonic ns of `instant` (for a manual clock: now plus the
+    /// distance to it).
+    pub(crate) fn ns_of_instant(&self, instant: Instant) -> u64 {
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        if let Kind::Monotonic = self.clock.kind {
+            return match instant.checked_duration_since(self.epoch) {
+                Some(after) => self.epoch_ns.saturating_add(ns(after)),
+                None => self.epoch_ns.saturating_sub(ns(self.epoch - instant)),
+            };
+        }
+        let now = Instant::now();
+        let base = self.now_ns(ClockId::Monotonic);
+        match instant.checked_duration_since(now) {
+            Some(after) => base.saturating_add(u64::try_from(after.as_nanos()).unwrap_or(u64::MAX)),
+            None => base.saturating_sub(
+                u64::try_from(now.duration_since(instant).as_nanos()).unwrap_or(u64::MAX),
+            ),
+        }
+    }
+
+    /// The first tick at or after the monotonic clock reads `ns`.
+    pub(crate) fn tick_of_ns(&self, ns: u64) -> u64 {
+        match &self.clock.kind {
+            Kind::Monotonic => ns.saturating_sub(self.epoch_ns).div_ceil(self.tick_ns),
+            Kind::Manual(_) => ns.div_ceil(self.tick_ns),
         }
     }
 

@@ -1,0 +1,283 @@
+//! hrtimer bases: one ordered queue per worker and clock, one lock each
+//! (the kernel's `struct hrtimer_clock_base` inside its per-CPU
+//! `hrtimer_cpu_base`).
+//!
+//! # Ground rules: who may touch what
+//!
+//! * The queue, `expiring`, `waiters`, `closed` and the counters live in
+//!   [`HrInner`], behind the base's mutex.
+//! * `running` names the entry whose callback the base's expiry run is
+//!   running, outside the lock; it is written under the lock.
+//!   `callback_seq` is the futex word that `cancel` sleeps on until that
+//!   callback returns.
+//! * `idle_until` is 0 while the worker is awake; while it sleeps, the hard
+//!   expiry (ns of this clock) below which a start must wake it. Written
+//!   under the lock by the worker going idle and by the start that wakes
+//!   it; cleared freely by the worker when it wakes.
+//! * `route` is written by hot-plug only (serialized by the system's
+//!   hot-plug mutex), read by starts that find the base offline.
+//!
+//! # Lock order
+//!
+//! A thread holds at most one hrtimer base lock, never together with a
+//! wheel base lock or a hierarchy lock: moving a timer to another base
+//! drops the old lock before it takes the new one (`MIGRATING` in between),
+//! as the wheel's `lock_timer_base()` protocol does.
+
+use super::entry::{HrEntry, MIGRATING, NOT_QUEUED, SHUTDOWN};
+use super::queue::{Handle, Queue};
+use super::HrTable;
+use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, Mutex, MutexGuard};
+use crate::time::ClockId;
+use crate::TimerError;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::Arc;
+
+/// `HrInner::closed`: the system shut down.
+pub(crate) const DEAD: u8 = 1;
+/// `HrInner::closed`: the worker is offline.
+pub(crate) const OFFLINE: u8 = 2;
+/// `HrBase::route` of an online worker.
+pub(crate) const ONLINE: u32 = u32::MAX;
+
+/// The lock-protected part of a base.
+pub(crate) struct HrInner {
+    pub(crate) queue: Queue<Arc<HrEntry>>,
+    /// An expiry run is under way: no second one starts.
+    pub(crate) expiring: bool,
+    /// Threads waiting in `cancel` for the running callback.
+    pub(crate) waiters: u32,
+    /// [`DEAD`], [`OFFLINE`].
+    pub(crate) closed: u8,
+    /// Callbacks run.
+    pub(crate) fired: u64,
+    /// Callbacks that panicked (caught).
+    pub(crate) panicked: u64,
+}
+
+/// One worker's queue for one clock. Aligned so that workers never share
+/// a cache line.
+#[repr(align(128))]
+pub(crate) struct HrBase {
+    /// `worker * CLOCKS + clock`.
+    pub(crate) index: u32,
+    pub(crate) clock: ClockId,
+    inner: Mutex<HrInner>,
+    /// The entry whose callback runs now, or null.
+    pub(crate) running: AtomicPtr<()>,
+    /// Bumped when a callback returns while someone waits for it.
+    pub(crate) callback_seq: AtomicU32,
+    /// See the module docs.
+    pub(crate) idle_until: AtomicU64,
+    /// [`ONLINE`], or the worker whose base of this clock takes this
+    /// offline worker's timers.
+    pub(crate) route: AtomicU32,
+}
+
+pub(crate) type HrGuard<'a> = MutexGuard<'a, HrInner>;
+
+impl HrBase {
+    pub(crate) fn new(index: u32, clock: ClockId) -> HrBase {
+        HrBase {
+            index,
+            clock,
+            inner: Mutex::new(HrInner {
+                queue: Queue::new(),
+                expiring: false,
+                waiters: 0,
+                closed: 0,
+                fired: 0,
+                panicked: 0,
+            }),
+            running: AtomicPtr::new(std::ptr::null_mut()),
+            callback_seq: AtomicU32::new(0),
+            idle_until: AtomicU64::new(0),
+            route: AtomicU32::new(ONLINE),
+        }
+    }
+
+    /// Takes the base lock. Nothing under it panics, so poisoning is
+    /// ignored.
+    #[inline]
+    pub(crate) fn lock(&self) -> HrGuard<'_> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The worker the base belongs to.
+    #[inline]
+    pub(crate) fn worker(&self) -> usize {
+        self.index as usize / super::CLOCKS
+    }
+
+    /// Whether `e`'s callback runs on this base now.
+    #[inline]
+    pub(crate) fn is_running(&self, e: &HrEntry) -> bool {
+        self.running.load(Acquire) == e.addr()
+    }
+
+    /// The first hard expiry, under the lock.
+    pub(crate) fn next_expiry(&self) -> Option<u64> {
+        self.lock().queue.first().map(|(_, hard)| hard)
+    }
+
+    /// The worker goes idle: publish the first hard expiry (or "none") so
+    /// that an earlier start wakes it, and return it, under one lock.
+    pub(crate) fn idle_enter(&self) -> Option<u64> {
+        let g = self.lock();
+        let next = g.queue.first().map(|(_, hard)| hard);
+        self.idle_until.store(next.unwrap_or(u64::MAX).max(1), Relaxed);
+        drop(g);
+        next
+    }
+}
+
+/// Locks the base `e` is on: the kernel's `lock_hrtimer_base()`. Waits
+/// while it moves between bases.
+pub(crate) fn lock_base<'t>(table: &'t HrTable, e: &HrEntry) -> (&'t HrBase, HrGuard<'t>) {
+    loop {
+        let b = e.base.load(Acquire);
+        if b & MIGRATING != 0 {
+            spin_hint();
+            continue;
+        }
+        let base = table.base_at(b as usize);
+        let guard = base.lock();
+        if e.base.load(Relaxed) == b {
+            return (base, guard);
+        }
+    }
+}
+
+/// Takes `e` out of its base's queue, if queued; returns the queue's
+/// reference (to drop after the lock).
+pub(crate) fn dequeue(g: &mut HrGuard<'_>, e: &HrEntry) -> Option<Arc<HrEntry>> {
+    let h = e.handle.load(Relaxed);
+    if h == NOT_QUEUED {
+        return None;
+    }
+    e.handle.store(NOT_QUEUED, Relaxed);
+    g.queue.remove(Handle::from_index(h))
+}
+
+/// Queues `e` at `soft..=hard` with the reference `own` (or a new one),
+/// or moves it there if already queued. Returns the worker to wake, if the
+/// base's worker sleeps past `hard`.
+pub(crate) fn enqueue(
+    base: &HrBase,
+    g: &mut HrGuard<'_>,
+    e: &Arc<HrEntry>,
+    own: Option<Arc<HrEntry>>,
+    soft: u64,
+    hard: u64,
+) -> Option<usize> {
+    let h = e.handle.load(Relaxed);
+    if h != NOT_QUEUED {
+        e.soft.store(soft, Relaxed);
+        e.hard.store(hard, Relaxed);
+        g.queue.update(Handle::from_index(h), soft, hard);
+    } else {
+        place(g, own.unwrap_or_else(|| e.clone()), soft, hard);
+    }
+    wake_for(base, hard)
+}
+
+/// Queues `e`, which is not queued, at `soft..=hard`.
+pub(crate) fn place(g: &mut HrGuard<'_>, e: Arc<HrEntry>, soft: u64, hard: u64) {
+    e.soft.store(soft, Relaxed);
+    e.hard.store(hard, Relaxed);
+    let h = g.queue.insert(soft, hard, e);
+    if let Some(e) = g.queue.get(h) {
+        e.handle.store(h.index(), Relaxed);
+    }
+}
+
+/// The base's worker sleeps past `hard`: lower its wake-up and name it.
+pub(crate) fn wake_for(base: &HrBase, hard: u64) -> Option<usize> {
+    let idle = base.idle_until.load(Relaxed);
+    (idle != 0 && hard < idle).then(|| {
+        base.idle_until.store(hard.max(1), Relaxed);
+        base.worker()
+    })
+}
+
+/// Starts `e` at `soft..=hard` on its base, moving it first if its worker
+/// is offline: the kernel's `hrtimer_start_range_ns()`. Returns the worker
+/// to wake, if any (the caller wakes it after every lock is dropped).
+pub(crate) fn start(
+    table: &HrTable,
+    e: &Arc<HrEntry>,
+    soft: u64,
+    hard: u64,
+) -> Result<Option<usize>, TimerError> {
+    let (mut base, mut g) = lock_base(table, e);
+    let mut carried = None;
+    loop {
+        if g.closed & DEAD != 0 || e.flags.load(Relaxed) & SHUTDOWN != 0 {
+            // (A carried entry is dropped after the lock.)
+            drop(g);
+            drop(carried);
+            return Err(TimerError::Shutdown);
+        }
+        // A callback never leaves its base: a timer restarted while its
+        // callback runs there stays, and hot-plug moves it after the run.
+        if g.closed & OFFLINE == 0 || base.is_running(e) {
+            break;
+        }
+        let to = base.route.load(Relaxed);
+        if to == ONLINE {
+            break;
+        }
+        carried = dequeue(&mut g, e).or(carried);
+        let target = table.index(to as usize, base.clock);
+        e.base.store(target as u32 | MIGRATING, Release);
+        drop(g);
+        base = table.base_at(target);
+        g = base.lock();
+        e.base.store(target as u32, Release);
+    }
+    let wake = enqueue(base, &mut g, e, carried, soft, hard);
+    Ok(wake)
+}
+
+/// Removes `e` from its queue unless its callback is running: the
+/// kernel's `hrtimer_try_to_cancel()`. `Ok(true)`: it was queued.
+pub(crate) fn try_cancel(table: &HrTable, e: &HrEntry) -> Result<bool, TimerError> {
+    let (base, mut g) = lock_base(table, e);
+    if base.is_running(e) {
+        return Err(TimerError::Running);
+    }
+    let taken = dequeue(&mut g, e);
+    drop(g);
+    Ok(taken.is_some())
+}
+
+/// Sets [`SHUTDOWN`] and removes `e` from its queue, without waiting for
+/// a running callback (which then cannot restart it). For the handle's
+/// drop.
+pub(crate) fn shutdown(table: &HrTable, e: &HrEntry) -> bool {
+    let (_, mut g) = lock_base(table, e);
+    e.flags.fetch_or(SHUTDOWN, Relaxed);
+    let taken = dequeue(&mut g, e);
+    drop(g);
+    taken.is_some()
+}
+
+/// Moves an idle `e` (neither queued nor running) to its worker's base of
+/// `clock`. `Err(Running)` / `Err(AlreadyPending)` otherwise.
+pub(crate) fn set_clock(table: &HrTable, e: &HrEntry, clock: ClockId) -> Result<(), TimerError> {
+    let (base, g) = lock_base(table, e);
+    if base.clock == clock {
+        return Ok(());
+    }
+    if base.is_running(e) {
+        return Err(TimerError::Running);
+    }
+    if e.is_queued() {
+        return Err(TimerError::AlreadyPending);
+    }
+    // Nobody else can queue it meanwhile: they lock this base first and
+    // re-read the link, which already names the new one.
+    e.base.store(table.index(base.worker(), clock) as u32, Release);
+    drop(g);
+    Ok(())
+}

@@ -1,0 +1,295 @@
+//! High-resolution timers: the kernel's `hrtimer`, for deadlines that must
+//! be met to the microsecond rather than to the tick.
+//!
+//! # Why two kinds of timer
+//!
+//! The wheel (`wheel/`) is built for timeouts, which are mostly cancelled
+//! before they fire: arming and cancelling are O(1) and cheap, and in
+//! exchange a timer fires at its level's bucket boundary, up to 12.5% of
+//! its distance late (a one-second timer about 43–64 ms late). Sleeps,
+//! POSIX timers and periodic timers are the opposite case: they nearly
+//! always fire, and firing late is the defect. The kernel has used the same
+//! split since 2.6.16 (Thomas Gleixner's hrtimers): `nanosleep`, POSIX
+//! timers, `timerfd` and `itimers` are hrtimers; `timer_list` is kept for
+//! timeouts. utimer does the same:
+//!
+//! | | wheel [`Timer`](crate::Timer) | [`HrTimer`](crate::HrTimer) |
+//! |---|---|---|
+//! | resolution | one tick (1 ms), coarser levels for far timers | 1 ns |
+//! | fires | at its bucket's boundary: never early, up to 12.5% late | at its expiry (plus the wake-up's latency), or within its slack |
+//! | arm / cancel | O(1) | O(log n) |
+//! | built for | timeouts (mostly cancelled) | sleeps, periodic and POSIX timers (mostly fire) |
+//! | clocks | the system's tick clock | `CLOCK_MONOTONIC`, `CLOCK_BOOTTIME`, `CLOCK_REALTIME` |
+//!
+//! # Structure
+//!
+//! Every worker has one base per clock (`base.rs`), each an ordered queue
+//! (`queue.rs`: an indexed 4-ary heap, the kernel's rbtree `timerqueue`)
+//! under its own lock. A timer is created on a worker (the creating
+//! thread's, as wheel timers are armed locally) and stays on that worker's
+//! base of its clock — it is pinned: it is always expired by its worker,
+//! as the kernel's hrtimers are (they are no part of the pull model). Only
+//! hot-plug moves it (`offline`), and a POSIX timer's clock switch.
+//!
+//! # Slack
+//!
+//! A timer has a soft expiry (the earliest it may fire) and a hard one (the
+//! latest it should): `start_range` is the kernel's
+//! `hrtimer_start_range_ns()`. The queue is ordered by hard expiry, a
+//! worker sleeps until the first hard expiry, and its expiry run fires
+//! every timer whose soft expiry has passed, in hard order, until the first
+//! that is not yet due: timers with overlapping ranges share one wake-up.
+//!
+//! # Waking precisely
+//!
+//! The idle computation (`nohz/`) asks the hrtimer bases for their first
+//! hard expiry beside the wheel's next tick, and a worker sleeps until the
+//! earlier one, converted to a `CLOCK_MONOTONIC` deadline (a `BOOTTIME` or
+//! `REALTIME` expiry minus that clock's current offset from `MONOTONIC`).
+//! The sleep is a futex wait, whose timeout the kernel extends by the
+//! thread's *timer slack* (`PR_SET_TIMERSLACK`, 50 µs by default) so that
+//! wake-ups coalesce. That would add up to 50 µs to every hrtimer of the
+//! worker, so the [`Runtime`](crate::Runtime)'s worker threads set their
+//! slack to 1 ns and express slack per timer instead, through
+//! `start_range`: precision is the default, coalescing is asked for. A
+//! worker that wakes before the expiry (a job, a spurious wake-up) runs
+//! nothing early: the expiry run compares each soft expiry with the clock
+//! it reads.
+//!
+//! # Clocks and clock changes
+//!
+//! Each clock has its own queue, in its own nanoseconds: a `BOOTTIME`
+//! timer counts time in suspend, a `MONOTONIC` one does not. An absolute
+//! `REALTIME` timer waits for a wall-clock time: when the wall clock is set
+//! (`settimeofday`, NTP steps), the worker's sleep, computed with the old
+//! offset, is wrong. The kernel reprograms its bases (`clock_was_set()`);
+//! user space learns of it through a `timerfd` armed with
+//! `TFD_TIMER_CANCEL_ON_SET`, whose read fails with `ECANCELED` when the
+//! clock is set. The runtime's `utimer-clockwatch` thread (started with the
+//! first `REALTIME` timer) waits on one and wakes every worker that has
+//! `REALTIME` timers, which recompute their sleep from the new offset: the
+//! timers fire at the new wall time. A relative `REALTIME` timer is the
+//! POSIX layer's business: it runs on the monotonic clock, as in the
+//! kernel.
+//!
+//! # One callback at a time, and cancel-and-wait
+//!
+//! As for wheel timers: one expiry run per base at a time, and a timer's
+//! callback only runs on its base, so `cancel` (the kernel's
+//! `hrtimer_cancel()`) waits for a running callback by watching one base's
+//! `running`, and refuses ([`TimerError::InOwnCallback`]) to wait for
+//! itself. A worker's thread waiting there keeps running its own timers.
+//! The loom models in `tests.rs` check it against the expiry run.
+//!
+//! [`TimerError::InOwnCallback`]: crate::TimerError::InOwnCallback
+
+mod base;
+mod entry;
+mod expire;
+pub(crate) mod queue;
+mod timer;
+
+
+pub use entry::{HrFire, HrRestart};
+pub(crate) use entry::forward_expiry;
+pub(crate) use expire::in_callback;
+pub use timer::HrTimer;
+pub(crate) use timer::HrEnv;
+
+use crate::time::{ClockId, TickSource};
+use base::{HrBase, DEAD, OFFLINE, ONLINE};
+use std::any::Any;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Clocks per worker.
+pub(crate) const CLOCKS: usize = 3;
+
+/// Counters of one worker's hrtimer bases.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct HrStats {
+    /// Timers queued now.
+    pub pending: usize,
+    /// Callbacks run so far.
+    pub fired: u64,
+    /// Callbacks that panicked (caught).
+    pub panicked: u64,
+}
+
+/// Every worker's hrtimer bases.
+pub(crate) struct HrTable {
+    bases: Box<[HrBase]>,
+}
+
+impl HrTable {
+    pub(crate) fn new(workers: usize) -> HrTable {
+        HrTable {
+            bases: (0..workers * CLOCKS)
+                .map(|i| HrBase::new(i as u32, ClockId::ALL[i % CLOCKS]))
+                .collect(),
+        }
+    }
+
+    /// The index of `worker`'s base of `clock`.
+    #[inline]
+    pub(crate) fn index(&self, worker: usize, clock: ClockId) -> usize {
+        worker * CLOCKS + clock as usize
+    }
+
+    #[inline]
+    pub(crate) fn base_at(&self, index: usize) -> &HrBase {
+        &self.bases[index]
+    }
+
+    fn worker_bases(&self, worker: usize) -> &[HrBase] {
+        &self.bases[worker * CLOCKS..(worker + 1) * CLOCKS]
+    }
+
+    /// `worker`'s first hard expiry over its clocks, as a
+    /// `CLOCK_MONOTONIC` time in ns (see the module docs).
+    pub(crate) fn next_event(&self, worker: usize, ticks: &TickSource) -> Option<u64> {
+        self.worker_bases(worker)
+            .iter()
+            .filter_map(|b| b.next_expiry().map(|ns| to_monotonic(ticks, b.clock, ns)))
+            .min()
+    }
+
+    /// `worker` goes idle: each base publishes its first expiry (a start
+    /// before it wakes the worker). Returns the first, as
+    /// [`next_event`](Self::next_event) does.
+    pub(crate) fn idle_enter(&self, worker: usize, ticks: &TickSource) -> Option<u64> {
+        self.worker_bases(worker)
+            .iter()
+            .filter_map(|b| b.idle_enter().map(|ns| to_monotonic(ticks, b.clock, ns)))
+            .min()
+    }
+
+    /// `worker` is busy again.
+    pub(crate) fn idle_exit(&self, worker: usize) {
+        for b in self.worker_bases(worker) {
+            b.idle_until.store(0, Relaxed);
+        }
+    }
+
+    /// Runs `worker`'s due hrtimers. Returns how many ran and its next
+    /// event as [`next_event`](Self::next_event) does.
+    pub(crate) fn run_expired(
+        &self,
+        worker: usize,
+        ticks: &TickSource,
+        on_panic: &dyn Fn(&(dyn Any + Send)),
+        wake: &dyn Fn(usize),
+    ) -> (usize, Option<u64>) {
+        let mut ran = 0;
+        let mut next: Option<u64> = None;
+        for b in self.worker_bases(worker) {
+            let (n, first) = expire::run_expired(b, ticks.now_ns(b.clock), on_panic, wake);
+            ran += n;
+            if let Some(ns) = first {
+                let mono = to_monotonic(ticks, b.clock, ns);
+                next = Some(next.map_or(mono, |m| m.min(mono)));
+            }
+        }
+        (ran, next)
+    }
+
+    /// Whether `worker` has queued `REALTIME` timers and sleeps (a clock
+    /// change must wake it).
+    pub(crate) fn sleeps_on_realtime(&self, worker: usize) -> bool {
+        let b = &self.bases[self.index(worker, ClockId::Realtime)];
+        b.idle_until.load(Relaxed) != 0 && b.next_expiry().is_some()
+    }
+
+    /// Counters of `worker`'s bases.
+    pub(crate) fn stats(&self, worker: usize) -> HrStats {
+        let mut s = HrStats::default();
+        for b in self.worker_bases(worker) {
+            let g = b.lock();
+            s.pending += g.queue.len();
+            s.fired += g.fired;
+            s.panicked += g.panicked;
+        }
+        s
+    }
+
+    /// Hot-plug: closes `worker`'s bases, waits for a run in progress, and
+    /// moves every queued timer to `to`'s base of the same clock; returns
+    /// how many moved and the workers to wake.
+    pub(crate) fn take_offline(&self, worker: usize, to: usize) -> (usize, Vec<usize>) {
+        let mut moved = 0;
+        let mut wake = Vec::new();
+        for b in self.worker_bases(worker) {
+            b.route.store(to as u32, Relaxed);
+            let mut g = loop {
+                let mut g = b.lock();
+                g.closed |= OFFLINE;
+                if !g.expiring {
+                    break g;
+                }
+                drop(g);
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            };
+            b.idle_until.store(0, Relaxed);
+            let target = self.index(to, b.clock);
+            let batch = g.queue.drain();
+            for (_, _, e) in &batch {
+                e.handle.store(entry::NOT_QUEUED, Relaxed);
+                e.base.store(target as u32 | entry::MIGRATING, std::sync::atomic::Ordering::Release);
+            }
+            drop(g);
+            let tb = &self.bases[target];
+            let mut tg = tb.lock();
+            let mut first = None::<usize>;
+            for (soft, hard, e) in batch {
+                e.base.store(target as u32, std::sync::atomic::Ordering::Release);
+                if tg.closed & DEAD != 0 {
+                    continue; // shut down meanwhile: dropped below
+                }
+                base::place(&mut tg, e, soft, hard);
+                first = first.or(base::wake_for(tb, hard));
+                moved += 1;
+            }
+            drop(tg);
+            wake.extend(first);
+        }
+        (moved, wake)
+    }
+
+    /// Hot-plug: opens `worker`'s bases again.
+    pub(crate) fn bring_online(&self, worker: usize) {
+        for b in self.worker_bases(worker) {
+            let mut g = b.lock();
+            g.closed &= !OFFLINE;
+            b.route.store(ONLINE, Relaxed);
+        }
+    }
+
+    /// The system shuts down: every base refuses starts, and queued timers
+    /// are dropped (their callbacks never run).
+    pub(crate) fn shutdown(&self) {
+        for b in self.bases.iter() {
+            let mut g = b.lock();
+            g.closed |= DEAD;
+            let batch = g.queue.drain();
+            for (_, _, e) in &batch {
+                e.handle.store(entry::NOT_QUEUED, Relaxed);
+            }
+            drop(g);
+            drop(batch);
+        }
+    }
+}
+
+/// `ns` of `clock` as a `CLOCK_MONOTONIC` time: minus the clock's current
+/// offset from the monotonic clock (none for a manual clock).
+pub(crate) fn to_monotonic(ticks: &TickSource, clock: ClockId, ns: u64) -> u64 {
+    if clock == ClockId::Monotonic || ticks.clock().is_manual() {
+        return ns;
+    }
+    let mono = ticks.now_ns(ClockId::Monotonic);
+    let other = ticks.now_ns(clock);
+    if other >= mono {
+        ns.saturating_sub(other - mono)
+    } else {
+        ns.saturating_add(mono - other)
+    }
+}

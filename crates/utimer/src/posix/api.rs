@@ -1,0 +1,140 @@
+//! The POSIX timer calls, as methods of [`TimerSystem`]. Each looks the ID
+//! up without a lock (`table.rs`), checks the owner, and works under the
+//! timer's own lock (`timer.rs`).
+
+use super::registry::TABLE;
+use super::timer::{Inner, PosixTimer};
+use super::{ItimerSpec, Notify, TimerId};
+use crate::time::ClockId;
+use crate::{TimerError, TimerSystem};
+
+impl TimerSystem {
+    /// Looks `id` up and runs `f` on it, if this system owns it: the
+    /// kernel's `__lock_timer()` (the lock is taken inside `f`).
+    fn with_posix<R>(
+        &self,
+        id: TimerId,
+        f: impl FnOnce(&Inner) -> Result<R, TimerError>,
+    ) -> Result<R, TimerError> {
+        let owner = self.posix().owner;
+        TABLE
+            .with(id.0, |t: &PosixTimer| {
+                if t.owner == owner {
+                    f(&t.inner)
+                } else {
+                    Err(TimerError::NoSuchTimer)
+                }
+            })
+            .unwrap_or(Err(TimerError::NoSuchTimer))
+    }
+
+    /// Creates a POSIX timer on `clock` that notifies its expiries as
+    /// `notify` says: the kernel's `timer_create()`. It is disarmed; arm it
+    /// with [`timer_settime`](Self::timer_settime). It runs on the calling
+    /// thread's worker.
+    ///
+    /// # Errors
+    /// [`TimerError::InvalidArgument`] for a bad signal number;
+    /// [`TimerError::NoSpace`] when the ID space is full;
+    /// [`TimerError::Os`] if the notification fd cannot be opened.
+    pub fn timer_create(&self, clock: ClockId, notify: Notify) -> Result<TimerId, TimerError> {
+        notify.check()?;
+        let worker = self.core().bases.route(self.core().bases.current_worker());
+        let owner = self.posix().owner;
+        let mut made = Ok(());
+        let id = TABLE
+            .insert(|id| {
+                let inner = match Inner::new(self.env(), worker, id, clock, notify) {
+                    Ok(inner) => inner,
+                    Err(e) => {
+                        made = Err(e);
+                        // A placeholder that no lookup accepts (owner 0 is
+                        // never issued); unlinked below.
+                        return PosixTimer {
+                            owner: 0,
+                            inner: Inner::new(self.env(), worker, id, clock, Notify::None)
+                                .expect("SIGEV_NONE needs no resources"),
+                        };
+                    }
+                };
+                PosixTimer { owner, inner }
+            })
+            .map_err(|_| TimerError::NoSpace)?;
+        if let Err(e) = made {
+            TABLE.remove_if(id, |t| t.owner == 0);
+            return Err(e);
+        }
+        self.posix()
+            .ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id);
+        Ok(TimerId(id))
+    }
+
+    /// Arms (or disarms, with a zero value) timer `id`: the kernel's
+    /// `timer_settime()`. `abstime` (`TIMER_ABSTIME`) makes `new.value` an
+    /// absolute time in nanoseconds of the timer's clock. Returns the old
+    /// setting and resets the overrun. Waits for a running notification
+    /// callback, unless called from it. See the `posix` module docs.
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchTimer`] for an ID that names no timer of this
+    /// system; [`TimerError::Shutdown`] if the system is gone.
+    pub fn timer_settime(
+        &self,
+        id: TimerId,
+        abstime: bool,
+        new: ItimerSpec,
+    ) -> Result<ItimerSpec, TimerError> {
+        self.with_posix(id, |t| t.settime(abstime, new))
+    }
+
+    /// The time to timer `id`'s next expiry and its interval: the kernel's
+    /// `timer_gettime()` (a zero value: disarmed).
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchTimer`].
+    pub fn timer_gettime(&self, id: TimerId) -> Result<ItimerSpec, TimerError> {
+        self.with_posix(id, |t| t.gettime())
+    }
+
+    /// The overrun count of timer `id`'s last notification: the kernel's
+    /// `timer_getoverrun()` (clamped to `INT_MAX`).
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchTimer`].
+    pub fn timer_getoverrun(&self, id: TimerId) -> Result<i32, TimerError> {
+        self.with_posix(id, |t| t.getoverrun())
+    }
+
+    /// Deletes timer `id`: the kernel's `timer_delete()`. Waits for a
+    /// running notification callback (unless called from it); closes its
+    /// fd. The ID is not issued again until the ID space wraps.
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchTimer`], also for a second delete.
+    pub fn timer_delete(&self, id: TimerId) -> Result<(), TimerError> {
+        self.with_posix(id, |t| t.delete())?;
+        let owner = self.posix().owner;
+        TABLE.remove_if(id.0, |t| t.owner == owner);
+        self.posix()
+            .ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id.0);
+        Ok(())
+    }
+
+    /// The file descriptor of a [`Notify::Fd`] timer: readable once it
+    /// expired, it reads as the number of expirations since the last read
+    /// (a native-endian `u64`, as a timerfd). Owned by the timer: closed by
+    /// [`timer_delete`](Self::timer_delete).
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchTimer`]; [`TimerError::InvalidArgument`] if the
+    /// timer notifies otherwise.
+    pub fn timer_fd(&self, id: TimerId) -> Result<std::os::fd::RawFd, TimerError> {
+        self.with_posix(id, |t| t.fd())
+    }
+}

@@ -1,0 +1,199 @@
+//! How a POSIX timer tells its owner that it expired: the `sigevent`
+//! choices.
+//!
+//! | [`Notify`] | `sigev_notify` | on expiry |
+//! |---|---|---|
+//! | `None` | `SIGEV_NONE` | nothing; poll with `timer_gettime` |
+//! | `Callback` | `SIGEV_THREAD` | the function runs on the timer's worker (no thread per expiry, unlike glibc) |
+//! | `Fd` | (timerfd) | an `eventfd` becomes readable and reads as the 8-byte expiration count |
+//! | `Signal` | `SIGEV_SIGNAL`, `SIGEV_THREAD_ID` | a real signal with `si_value`, to the process or one thread |
+//!
+//! # Differences from the kernel
+//!
+//! * Signals are queued with `rt_sigqueueinfo`/`rt_tgsigqueueinfo`, so
+//!   `si_code` is `SI_QUEUE`, not `SI_TIMER` (user space may not forge
+//!   timer signals), and `si_overrun` is not filled in: read the overrun
+//!   with `timer_getoverrun`. A `SIGEV_SIGNAL` timer whose previous signal
+//!   is still pending for the process does not queue another; the periods
+//!   that pass count as overruns and are latched when the next signal is
+//!   queued — the kernel's rule, observed at expiry time instead of at
+//!   delivery. For `SIGEV_THREAD_ID` the target thread's pending set is
+//!   not visible, so every expiry queues a signal (a real-time signal
+//!   queues each; a standard one merges).
+//! * A signal already queued when the timer is re-armed or deleted is still
+//!   delivered: user space cannot take a queued signal back (the kernel
+//!   drops it through `it_signal_seq`). Callback and fd notifications have
+//!   no such window: a callback has run or not, and `timer_settime` resets
+//!   the fd's count as `timerfd_settime` does.
+//! * The fd is an `eventfd` opened `O_NONBLOCK | O_CLOEXEC`, owned by the
+//!   timer and closed by `timer_delete`; keep it non-blocking (settime
+//!   drains it).
+
+use crate::TimerError;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+use super::TimerId;
+
+/// A callback notification: runs on the timer's worker with the timer's
+/// ID (and whatever it captured: the `sigev_value`).
+pub type NotifyFn = Arc<dyn Fn(TimerId) + Send + Sync>;
+
+/// How a POSIX timer notifies its expiry (`struct sigevent`).
+#[derive(Clone)]
+pub enum Notify {
+    /// `SIGEV_NONE`: nothing; `timer_gettime` tells the state.
+    None,
+    /// `SIGEV_THREAD`: run the function on the timer's worker.
+    Callback(NotifyFn),
+    /// A file descriptor ([`TimerSystem::timer_fd`](crate::TimerSystem::timer_fd))
+    /// that becomes readable on expiry and reads as the number of
+    /// expirations since the last read, as a native-endian `u64` (timerfd
+    /// semantics), for `epoll` loops.
+    Fd,
+    /// `SIGEV_SIGNAL` (`thread: None`: the process) or `SIGEV_THREAD_ID`
+    /// (`thread: Some(tid)`): queue signal `signo` with `si_value`.
+    Signal {
+        /// The signal, `1..=SIGRTMAX`.
+        signo: i32,
+        /// `si_value` (`sival_ptr`/`sival_int`).
+        value: usize,
+        /// The target thread's kernel TID (`gettid()`), or the process.
+        thread: Option<i32>,
+    },
+}
+
+impl std::fmt::Debug for Notify {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Notify::None => f.write_str("None"),
+            Notify::Callback(_) => f.write_str("Callback"),
+            Notify::Fd => f.write_str("Fd"),
+            Notify::Signal { signo, value, thread } => f
+                .debug_struct("Signal")
+                .field("signo", signo)
+                .field("value", value)
+                .field("thread", thread)
+                .finish(),
+        }
+    }
+}
+
+impl Notify {
+    /// `SIGEV_SIGNAL` with `SIGALRM` and the timer ID as `si_value`: what a
+    /// NULL `sigevent` means (POSIX).
+    pub fn default_for(id: TimerId) -> Notify {
+        Notify::Signal {
+            signo: libc::SIGALRM,
+            value: id.raw() as usize,
+            thread: None,
+        }
+    }
+
+    /// Checks the arguments (`EINVAL` for a signal out of range).
+    pub(crate) fn check(&self) -> Result<(), TimerError> {
+        match self {
+            Notify::Signal { signo, thread, .. } => {
+                if !(1..=libc::SIGRTMAX()).contains(signo) || thread.is_some_and(|t| t <= 0) {
+                    return Err(TimerError::InvalidArgument);
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Opens the timer's eventfd.
+pub(crate) fn open_fd() -> Result<OwnedFd, TimerError> {
+    // SAFETY: eventfd takes two integers and returns a new descriptor or -1.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(TimerError::Os(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)));
+    }
+    // SAFETY: `fd` was just opened and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Adds `n` expirations to the fd's count.
+pub(crate) fn fd_add(fd: &OwnedFd, n: u64) {
+    let buf = n.max(1).to_ne_bytes();
+    // SAFETY: writes 8 bytes from a live buffer to an fd we own. An eventfd
+    // write fails only when the count would overflow (EAGAIN): dropped.
+    unsafe {
+        libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), 8);
+    }
+}
+
+/// Resets the fd's count (settime, as `timerfd_settime`).
+pub(crate) fn fd_drain(fd: &OwnedFd) {
+    let mut buf = [0u8; 8];
+    // SAFETY: reads at most 8 bytes into a live buffer from a non-blocking
+    // fd we own.
+    unsafe {
+        libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), 8);
+    }
+}
+
+/// The raw fd, for [`TimerSystem::timer_fd`](crate::TimerSystem::timer_fd).
+pub(crate) fn raw(fd: &OwnedFd) -> RawFd {
+    fd.as_raw_fd()
+}
+
+/// `siginfo_t` as `rt_sigqueueinfo` reads it for `SI_QUEUE` on Linux: the
+/// header, then the `_rt` member of the union (pid, uid, sigval), padded
+/// to the kernel's 128 bytes.
+#[repr(C)]
+struct QueueInfo {
+    signo: i32,
+    errno: i32,
+    code: i32,
+    _pad: i32,
+    pid: i32,
+    uid: u32,
+    value: usize,
+    _rest: [u64; 12],
+}
+
+const _: () = assert!(std::mem::size_of::<QueueInfo>() == 128);
+
+/// Whether `signo` is pending for the process (or this thread).
+pub(crate) fn signal_pending(signo: i32) -> bool {
+    // SAFETY: a zeroed sigset_t is a valid (empty) set; sigpending writes
+    // it; sigismember reads it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigpending(&mut set) == 0 && libc::sigismember(&set, signo) == 1
+    }
+}
+
+/// Queues `signo` with `value` to the process or to one of its threads.
+pub(crate) fn send_signal(signo: i32, value: usize, thread: Option<i32>) {
+    // SAFETY: getpid and getuid have no preconditions.
+    let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
+    let info = QueueInfo {
+        signo,
+        errno: 0,
+        code: libc::SI_QUEUE,
+        _pad: 0,
+        pid,
+        uid,
+        value,
+        _rest: [0; 12],
+    };
+    // SAFETY: the kernel reads a 128-byte siginfo from a live struct laid
+    // out as it expects for SI_QUEUE; signalling our own process with any
+    // si_code is allowed. A failure (the thread exited) drops the signal.
+    unsafe {
+        match thread {
+            None => libc::syscall(libc::SYS_rt_sigqueueinfo, pid, signo, &info as *const QueueInfo),
+            Some(tid) => libc::syscall(
+                libc::SYS_rt_tgsigqueueinfo,
+                pid,
+                tid,
+                signo,
+                &info as *const QueueInfo,
+            ),
+        };
+    }
+}

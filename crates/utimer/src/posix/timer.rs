@@ -1,0 +1,326 @@
+//! One POSIX timer (the kernel's `struct k_itimer`) and the semantics of
+//! `timer_settime`, `timer_gettime`, `timer_getoverrun` and `timer_delete`.
+//!
+//! # Locking rules
+//!
+//! `state` is the kernel's `it_lock`: every field of [`State`] is read and
+//! written under it. Lock order: `it_lock`, then the hrtimer's base lock
+//! (inside `HrTimer` calls); never the reverse — the expiry run holds no
+//! base lock while the callback (`on_fire`) takes `it_lock`. Nobody waits
+//! for a running notification while holding `it_lock`: `settime` and
+//! `delete` drop it, wait (`HrTimer::cancel`), and start over, as the
+//! kernel's `timer_wait_running()` does.
+
+use super::notify::{self, Notify};
+use super::{ItimerSpec, TimerId};
+use crate::hrtimer::{forward_expiry, HrEnv, HrFire, HrRestart, HrTimer};
+use crate::time::ClockId;
+use crate::TimerError;
+use std::os::fd::{OwnedFd, RawFd};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+/// What the ID table holds: the owning system and the timer.
+pub(crate) struct PosixTimer {
+    /// The system that created it (`TimerSystem`'s serial): the kernel's
+    /// `it_signal`, rechecked after every lookup.
+    pub(crate) owner: u64,
+    pub(crate) inner: Arc<Inner>,
+}
+
+/// The timer itself.
+pub(crate) struct Inner {
+    pub(crate) id: i32,
+    /// The clock it was created on.
+    clock: ClockId,
+    notify: Notify,
+    /// The hrtimer that fires it; `None` for `SIGEV_NONE` (never started:
+    /// its state is computed when asked, as in the kernel).
+    hr: Option<HrTimer>,
+    env: Arc<dyn HrEnv>,
+    state: Mutex<State>,
+}
+
+/// `it_lock`'s data.
+struct State {
+    deleted: bool,
+    /// Armed (a one-shot timer disarms when it fires).
+    armed: bool,
+    /// The next expiry, ns of `eff`.
+    expires: u64,
+    /// The clock the expiry counts in: the timer's, except a relative
+    /// `REALTIME` setting, which runs on the monotonic clock.
+    eff: ClockId,
+    /// The period in ns (0: one-shot).
+    interval: u64,
+    /// Overruns of the last notification (`timer_getoverrun`).
+    overrun_last: i32,
+    /// Periods that passed while a notification was pending, reported
+    /// with the next one.
+    carry: u64,
+    /// Bumped by every settime and delete: a callback that returns after
+    /// one does not rearm the old setting.
+    seq: u64,
+    fd: Option<OwnedFd>,
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn clamp(n: u64) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+impl Inner {
+    /// Creates the timer with ID `id` on `worker`.
+    pub(crate) fn new(
+        env: Arc<dyn HrEnv>,
+        worker: usize,
+        id: i32,
+        clock: ClockId,
+        notify: Notify,
+    ) -> Result<Arc<Inner>, TimerError> {
+        let fd = match notify {
+            Notify::Fd => Some(notify::open_fd()?),
+            _ => None,
+        };
+        Ok(Arc::new_cyclic(|weak: &Weak<Inner>| {
+            let hr = (!matches!(notify, Notify::None)).then(|| {
+                let weak = weak.clone();
+                HrTimer::new(env.clone(), worker, clock, move |fire| on_fire(&weak, fire))
+            });
+            Inner {
+                id,
+                clock,
+                notify,
+                hr,
+                env,
+                state: Mutex::new(State {
+                    deleted: false,
+                    armed: false,
+                    expires: 0,
+                    eff: clock,
+                    interval: 0,
+                    overrun_last: 0,
+                    carry: 0,
+                    seq: 0,
+                    fd,
+                }),
+            }
+        }))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn now(&self, clock: ClockId) -> u64 {
+        self.env.ticks().now_ns(clock)
+    }
+
+    /// The current setting: the kernel's `common_timer_get()`.
+    fn current(&self, st: &mut State) -> ItimerSpec {
+        let interval = Duration::from_nanos(st.interval);
+        if !st.armed {
+            return ItimerSpec {
+                value: Duration::ZERO,
+                interval,
+            };
+        }
+        let now = self.now(st.eff);
+        let sig_none = self.hr.is_none();
+        if sig_none && now >= st.expires {
+            if st.interval > 0 {
+                // Never queued: move it forward on demand, so it keeps
+                // wrapping.
+                st.expires = forward_expiry(st.expires, now, interval).0;
+            } else {
+                st.armed = false;
+                return ItimerSpec {
+                    value: Duration::ZERO,
+                    interval,
+                };
+            }
+        }
+        let value = match st.expires.checked_sub(now) {
+            Some(left) if left > 0 => Duration::from_nanos(left),
+            // Due, and the notification not yet out: never report 0 for
+            // an armed timer (0 means disarmed).
+            _ => Duration::from_nanos(1),
+        };
+        ItimerSpec { value, interval }
+    }
+
+    /// `timer_gettime()`.
+    pub(crate) fn gettime(&self) -> Result<ItimerSpec, TimerError> {
+        let mut st = self.lock();
+        if st.deleted {
+            return Err(TimerError::NoSuchTimer);
+        }
+        Ok(self.current(&mut st))
+    }
+
+    /// `timer_getoverrun()`.
+    pub(crate) fn getoverrun(&self) -> Result<i32, TimerError> {
+        let st = self.lock();
+        if st.deleted {
+            return Err(TimerError::NoSuchTimer);
+        }
+        Ok(st.overrun_last)
+    }
+
+    /// The notification fd (`Notify::Fd` only).
+    pub(crate) fn fd(&self) -> Result<RawFd, TimerError> {
+        let st = self.lock();
+        if st.deleted {
+            return Err(TimerError::NoSuchTimer);
+        }
+        st.fd.as_ref().map(notify::raw).ok_or(TimerError::InvalidArgument)
+    }
+
+    /// Locks the state with the hrtimer stopped: neither queued nor running
+    /// its notification (unless on this very thread, from the timer's own
+    /// callback). The kernel's `timer_wait_running()` loop.
+    fn lock_stopped(&self) -> Result<MutexGuard<'_, State>, TimerError> {
+        loop {
+            let st = self.lock();
+            if st.deleted {
+                return Err(TimerError::NoSuchTimer);
+            }
+            let Some(hr) = &self.hr else {
+                return Ok(st);
+            };
+            match hr.try_cancel() {
+                Err(TimerError::Running) if !hr.running_here() => {
+                    drop(st);
+                    hr.cancel()?;
+                }
+                _ => return Ok(st),
+            }
+        }
+    }
+
+    /// `timer_settime()`: returns the old setting.
+    pub(crate) fn settime(&self, abstime: bool, new: ItimerSpec) -> Result<ItimerSpec, TimerError> {
+        let mut st = self.lock_stopped()?;
+        let old = self.current(&mut st);
+        st.seq += 1;
+        st.overrun_last = 0;
+        st.carry = 0;
+        if let Some(fd) = &st.fd {
+            notify::fd_drain(fd);
+        }
+        st.interval = ns(new.interval);
+        if new.value.is_zero() {
+            st.armed = false;
+            return Ok(old);
+        }
+        let mut eff = if self.clock == ClockId::Realtime && !abstime {
+            ClockId::Monotonic
+        } else {
+            self.clock
+        };
+        if let Some(hr) = &self.hr {
+            // Refused only inside its own callback, where the timer keeps
+            // its clock: the expiry is then computed on that one.
+            if hr.set_clock(eff).is_err() {
+                eff = st.eff;
+            }
+        }
+        let value = ns(new.value);
+        let expires = if abstime && eff == self.clock {
+            value
+        } else if abstime {
+            // (Own-callback case above: absolute on another clock.)
+            value.saturating_sub(self.now(self.clock)).saturating_add(self.now(eff))
+        } else {
+            self.now(eff).saturating_add(value)
+        };
+        st.eff = eff;
+        st.expires = expires;
+        if let Some(hr) = &self.hr {
+            hr.start(expires)?;
+        }
+        st.armed = true;
+        Ok(old)
+    }
+
+    /// `timer_delete()`: disarms, waits for a running notification (unless
+    /// called from it), closes the fd. The caller unlinks the ID.
+    pub(crate) fn delete(&self) -> Result<(), TimerError> {
+        let mut st = self.lock_stopped()?;
+        st.deleted = true;
+        st.armed = false;
+        st.seq += 1;
+        let fd = st.fd.take();
+        drop(st);
+        drop(fd);
+        Ok(())
+    }
+}
+
+/// The hrtimer callback: the kernel's `posix_timer_fn()` and, as utimer
+/// delivers at once, its signal-delivery rearm (`posixtimer_rearm()`).
+fn on_fire(weak: &Weak<Inner>, fire: &mut HrFire) -> HrRestart {
+    let Some(inner) = weak.upgrade() else {
+        return HrRestart::NoRestart;
+    };
+    let mut st = inner.lock();
+    if st.deleted || !st.armed {
+        return HrRestart::NoRestart;
+    }
+    let seq = st.seq;
+    let iv = Duration::from_nanos(st.interval);
+    // Expirations up to now (more than one if the worker was late).
+    let n = if st.interval > 0 {
+        let (next, n) = forward_expiry(st.expires, fire.now(), iv);
+        st.expires = next;
+        n.max(1)
+    } else {
+        st.armed = false;
+        1
+    };
+    match &inner.notify {
+        Notify::None => return HrRestart::NoRestart,
+        Notify::Fd => {
+            st.overrun_last = clamp(n - 1);
+            if let Some(fd) = &st.fd {
+                notify::fd_add(fd, n);
+            }
+        }
+        Notify::Signal { signo, value, thread } => {
+            if thread.is_none() && notify::signal_pending(*signo) {
+                st.carry = st.carry.saturating_add(n);
+            } else {
+                st.overrun_last = clamp((n - 1).saturating_add(st.carry));
+                st.carry = 0;
+                notify::send_signal(*signo, *value, *thread);
+            }
+        }
+        Notify::Callback(f) => {
+            st.overrun_last = clamp((n - 1).saturating_add(st.carry));
+            st.carry = 0;
+            drop(st);
+            f(TimerId(inner.id));
+            st = inner.lock();
+            if st.seq != seq {
+                // Re-armed or deleted meanwhile: the new setting rules.
+                return HrRestart::NoRestart;
+            }
+            if st.interval > 0 {
+                // Periods that passed while the callback ran count as
+                // overruns of the next notification.
+                let (next, m) = forward_expiry(st.expires, inner.now(st.eff), iv);
+                st.expires = next;
+                st.carry = st.carry.saturating_add(m);
+            }
+        }
+    }
+    if st.interval > 0 && st.armed {
+        fire.set_expires(st.expires);
+        HrRestart::Restart
+    } else {
+        HrRestart::NoRestart
+    }
+}

@@ -1,0 +1,33 @@
+//! The system as the environment of its hrtimers (`hrtimer::HrEnv`): the
+//! table lives in the idle state (`nohz/`), the clock in the wheel bases'
+//! table, and a worker's thread blocked in `HrTimer::cancel` runs its
+//! worker's timers through the idle layer, as for wheel timers.
+
+use super::Core;
+use crate::hrtimer::{HrEnv, HrTable};
+use crate::time::TickSource;
+use std::time::Instant;
+
+impl HrEnv for Core {
+    fn table(&self) -> &HrTable {
+        &self.nohz.hr
+    }
+
+    fn ticks(&self) -> &TickSource {
+        &self.bases.ticks
+    }
+
+    fn wake(&self, worker: usize) {
+        self.nohz.wake(worker);
+    }
+
+    fn entered_worker(&self) -> Option<usize> {
+        self.bases.entered_worker()
+    }
+
+    fn run_blocked(&self, worker: usize) -> Option<Instant> {
+        let now = self.bases.ticks.now_precise();
+        let (_, next) = self.nohz.run_expired(&self.bases, worker, now);
+        next.deadline(&self.bases.ticks)
+    }
+}
