@@ -63,13 +63,13 @@ pub mod wheel;
 
 pub use base::{BaseKind, BaseStats};
 pub use error::TimerError;
+pub use hrtimer::{HrFire, HrRestart, HrStats, HrTimer};
 pub use migration::{GroupInfo, MigrationStats, Topology};
 #[cfg(not(loom))]
 pub use posix::{ItimerSpec, Notify, TimerId};
 #[cfg(not(loom))]
 pub use runtime::Runtime;
 pub use system::{Builder, EnterGuard, Interrupter, SleepOutcome, Sleeper, TimerSystem, Worker};
-pub use hrtimer::{HrFire, HrRestart, HrStats, HrTimer};
 pub use time::{Clock, ClockId, Expiry};
 pub use timer::{Timer, TimerFlags};
 

@@ -39,7 +39,11 @@ fn fires_at_its_expiry_never_before() {
     for tick in 0..=5 {
         clock.set(tick);
         sys.run_expired(0, tick).unwrap();
-        assert_eq!(fired.load(SeqCst), 0, "fired before its expiry at tick {tick}");
+        assert_eq!(
+            fired.load(SeqCst),
+            0,
+            "fired before its expiry at tick {tick}"
+        );
     }
     clock.set(6);
     assert_eq!(sys.run_expired(0, 6).unwrap(), 1);
@@ -77,7 +81,8 @@ fn slack_lets_neighbours_share_a_wake_up() {
     let a = mk("a");
     let b = mk("b");
     // a may fire anywhere in [10, 30] ticks; b exactly at 20.
-    a.start_range(10 * TICK, Duration::from_nanos(20 * TICK)).unwrap();
+    a.start_range(10 * TICK, Duration::from_nanos(20 * TICK))
+        .unwrap();
     b.start(20 * TICK).unwrap();
     // The worker wakes for the first hard expiry: b's, at 20 ...
     assert_eq!(sys.next_expiry(0).unwrap(), Some(20));
@@ -122,13 +127,20 @@ fn periodic_forward_does_not_drift() {
 #[test]
 fn try_cancel_and_cancel() {
     let (sys, clock) = manual(1);
-    let t = Arc::new(sys.hrtimer_on(0, ClockId::Monotonic, |_| HrRestart::NoRestart).unwrap());
+    let t = Arc::new(
+        sys.hrtimer_on(0, ClockId::Monotonic, |_| HrRestart::NoRestart)
+            .unwrap(),
+    );
     assert_eq!(t.try_cancel(), Ok(false));
     t.start(TICK).unwrap();
     assert_eq!(t.try_cancel(), Ok(true));
     assert_eq!(t.cancel(), Ok(false));
     clock.set(2);
-    assert_eq!(sys.run_expired(0, 2).unwrap(), 0, "cancelled timers never fire");
+    assert_eq!(
+        sys.run_expired(0, 2).unwrap(),
+        0,
+        "cancelled timers never fire"
+    );
 
     // From its own callback: try_cancel says Running, cancel refuses to
     // wait for itself, and a restart from there still works.
@@ -139,7 +151,9 @@ fn try_cancel_and_cancel() {
     let own = Arc::new(
         sys.hrtimer_on(0, ClockId::Monotonic, move |_| {
             let t = m.lock().unwrap().clone().unwrap();
-            r.lock().unwrap().push((t.try_cancel(), t.cancel(), t.is_running()));
+            r.lock()
+                .unwrap()
+                .push((t.try_cancel(), t.cancel(), t.is_running()));
             HrRestart::NoRestart
         })
         .unwrap(),
@@ -149,7 +163,11 @@ fn try_cancel_and_cancel() {
     sys.run_expired(0, 2).unwrap();
     assert_eq!(
         *results.lock().unwrap(),
-        [(Err(TimerError::Running), Err(TimerError::InOwnCallback), true)]
+        [(
+            Err(TimerError::Running),
+            Err(TimerError::InOwnCallback),
+            true
+        )]
     );
     me.lock().unwrap().take();
 }
@@ -173,7 +191,11 @@ fn cancel_waits_for_a_running_callback_on_another_thread() {
         std::thread::yield_now();
     }
     assert_eq!(t.cancel(), Ok(false));
-    assert_eq!(inside.load(SeqCst), 2, "cancel returned before the callback did");
+    assert_eq!(
+        inside.load(SeqCst),
+        2,
+        "cancel returned before the callback did"
+    );
 }
 
 #[test]
@@ -186,7 +208,9 @@ fn a_runtime_fires_hrtimers_on_time_from_any_thread() {
         let l = lateness.clone();
         let t = sys
             .hrtimer_on((i % 2) as usize, ClockId::Monotonic, move |fire| {
-                l.lock().unwrap().push(fire.now() as i64 - fire.expires() as i64);
+                l.lock()
+                    .unwrap()
+                    .push(fire.now() as i64 - fire.expires() as i64);
                 HrRestart::NoRestart
             })
             .unwrap();
@@ -195,10 +219,16 @@ fn a_runtime_fires_hrtimers_on_time_from_any_thread() {
     }
     let start = Instant::now();
     while lateness.lock().unwrap().len() < 20 {
-        assert!(start.elapsed() < Duration::from_secs(10), "hrtimers did not fire");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "hrtimers did not fire"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert!(lateness.lock().unwrap().iter().all(|&l| l >= 0), "fired early");
+    assert!(
+        lateness.lock().unwrap().iter().all(|&l| l >= 0),
+        "fired early"
+    );
 }
 
 #[test]
@@ -243,10 +273,16 @@ fn offline_moves_hrtimers_and_they_fire_once() {
     assert_eq!(sys.offline(1).unwrap(), 1);
     assert_eq!(t.worker(), 0);
     clock.set(5);
-    assert_eq!(sys.run_expired(1, 5).unwrap(), 0, "offline worker runs nothing");
+    assert_eq!(
+        sys.run_expired(1, 5).unwrap(),
+        0,
+        "offline worker runs nothing"
+    );
     assert_eq!(sys.run_expired(0, 5).unwrap(), 1);
     // Started again while its worker is offline: routed to worker 0.
-    let idle = sys.hrtimer_on(1, ClockId::Monotonic, |_| HrRestart::NoRestart).unwrap();
+    let idle = sys
+        .hrtimer_on(1, ClockId::Monotonic, |_| HrRestart::NoRestart)
+        .unwrap();
     idle.start(6 * TICK).unwrap();
     assert_eq!(idle.worker(), 0);
     sys.online(1).unwrap();
@@ -317,4 +353,38 @@ fn sleep_is_never_early_and_precise() {
     });
     let took = rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert!(took >= Duration::from_millis(10));
+}
+
+#[test]
+fn clock_was_set_wakes_workers_sleeping_on_realtime_timers() {
+    let rt = Runtime::new(2).unwrap();
+    let sys = rt.system_arc();
+    assert_eq!(sys.clock_was_set(), 0, "no REALTIME timer: nobody to wake");
+    let t = sys
+        .hrtimer_on(1, ClockId::Realtime, |_| HrRestart::NoRestart)
+        .unwrap();
+    t.start(sys.clock_ns(ClockId::Realtime) + 3_600_000_000_000)
+        .unwrap();
+    let before = rt.wakeups(1);
+    let start = Instant::now();
+    // Worker 1 goes to sleep until its (far) REALTIME timer; a clock set
+    // wakes it to recompute that sleep.
+    loop {
+        if sys.clock_was_set() == 1 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "worker 1 never slept"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    while rt.wakeups(1) == before {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "worker 1 was not woken"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(t.is_queued(), "the timer stays armed");
 }

@@ -55,7 +55,10 @@ fn cancel_waits_for_the_running_callback() {
         t.start(0).unwrap();
         let expirer = spawn_expirer(&sys);
         let was_queued = t.cancel().unwrap();
-        assert!(!inside.load(SeqCst), "cancel returned while the callback ran");
+        assert!(
+            !inside.load(SeqCst),
+            "cancel returned while the callback ran"
+        );
         assert!(!t.is_active());
         // Either it was cancelled before firing, or it fired completely.
         assert_eq!(done.load(SeqCst), !was_queued as usize);

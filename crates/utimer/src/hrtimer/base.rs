@@ -125,7 +125,8 @@ impl HrBase {
     pub(crate) fn idle_enter(&self) -> Option<u64> {
         let g = self.lock();
         let next = g.queue.first().map(|(_, hard)| hard);
-        self.idle_until.store(next.unwrap_or(u64::MAX).max(1), Relaxed);
+        self.idle_until
+            .store(next.unwrap_or(u64::MAX).max(1), Relaxed);
         drop(g);
         next
     }
@@ -277,7 +278,8 @@ pub(crate) fn set_clock(table: &HrTable, e: &HrEntry, clock: ClockId) -> Result<
     }
     // Nobody else can queue it meanwhile: they lock this base first and
     // re-read the link, which already names the new one.
-    e.base.store(table.index(base.worker(), clock) as u32, Release);
+    e.base
+        .store(table.index(base.worker(), clock) as u32, Release);
     drop(g);
     Ok(())
 }

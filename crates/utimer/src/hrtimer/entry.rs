@@ -173,7 +173,11 @@ mod tests {
 
     #[test]
     fn fire_keeps_the_slack() {
-        let mut f = HrFire { now: 10_500, soft: 10_000, hard: 10_100 };
+        let mut f = HrFire {
+            now: 10_500,
+            soft: 10_000,
+            hard: 10_100,
+        };
         assert_eq!(f.forward(Duration::from_nanos(1_000)), 1);
         assert_eq!((f.soft, f.hard), (11_000, 11_100));
         f.set_expires(u64::MAX);

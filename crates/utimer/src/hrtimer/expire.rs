@@ -39,7 +39,7 @@ thread_local! {
 
 /// Whether this thread runs `e`'s callback right now.
 pub(crate) fn running_here(e: &HrEntry) -> bool {
-    CURRENT.with(|c| c.get() == e.addr() as *const ())
+    CURRENT.with(|c| std::ptr::eq(c.get(), e.addr()))
 }
 
 /// Whether this thread runs some hrtimer's callback right now.

@@ -89,12 +89,11 @@ mod expire;
 pub(crate) mod queue;
 mod timer;
 
-
-pub use entry::{HrFire, HrRestart};
 pub(crate) use entry::forward_expiry;
+pub use entry::{HrFire, HrRestart};
 pub(crate) use expire::in_callback;
-pub use timer::HrTimer;
 pub(crate) use timer::HrEnv;
+pub use timer::HrTimer;
 
 use crate::time::{ClockId, TickSource};
 use base::{HrBase, DEAD, OFFLINE, ONLINE};
@@ -196,7 +195,7 @@ impl HrTable {
     /// change must wake it).
     pub(crate) fn sleeps_on_realtime(&self, worker: usize) -> bool {
         let b = &self.bases[self.index(worker, ClockId::Realtime)];
-        b.idle_until.load(Relaxed) != 0 && b.next_expiry().is_some()
+        b.idle_until.load(Relaxed) != 0 && !b.lock().queue.is_empty()
     }
 
     /// Counters of `worker`'s bases.
@@ -233,14 +232,18 @@ impl HrTable {
             let batch = g.queue.drain();
             for (_, _, e) in &batch {
                 e.handle.store(entry::NOT_QUEUED, Relaxed);
-                e.base.store(target as u32 | entry::MIGRATING, std::sync::atomic::Ordering::Release);
+                e.base.store(
+                    target as u32 | entry::MIGRATING,
+                    std::sync::atomic::Ordering::Release,
+                );
             }
             drop(g);
             let tb = &self.bases[target];
             let mut tg = tb.lock();
             let mut first = None::<usize>;
             for (soft, hard, e) in batch {
-                e.base.store(target as u32, std::sync::atomic::Ordering::Release);
+                e.base
+                    .store(target as u32, std::sync::atomic::Ordering::Release);
                 if tg.closed & DEAD != 0 {
                     continue; // shut down meanwhile: dropped below
                 }

@@ -125,6 +125,7 @@ impl<T> Queue<T> {
     }
 
     /// An empty queue with room for `n` entries before it allocates.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn with_capacity(n: usize) -> Self {
         Queue {
             heap: Vec::with_capacity(n),
@@ -246,6 +247,7 @@ impl<T> Queue<T> {
     }
 
     /// `(soft, hard)` expiries of a queued entry; `None` for a vacant slot.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn expiries(&self, h: Handle) -> Option<(u64, u64)> {
         let i = self.position(h)?;
         Some((self.soft(h.0), self.heap[i].hard))

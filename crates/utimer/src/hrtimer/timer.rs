@@ -207,7 +207,9 @@ impl HrTimer {
     /// queued). The kernel's `hrtimer_get_softexpires()`.
     pub fn expires(&self) -> Option<u64> {
         let _g = lock_base(self.table(), &self.entry);
-        self.entry.is_queued().then(|| self.entry.soft.load(Relaxed))
+        self.entry
+            .is_queued()
+            .then(|| self.entry.soft.load(Relaxed))
     }
 
     /// Time left until it fires (`Some(ZERO)` when due; `None`: not

@@ -50,11 +50,11 @@ pub(crate) use pull::Monitor;
 
 use crate::base::{BaseKind, Bases, Hooks};
 use crate::hrtimer::HrTable;
-use crate::time::{ClockId, TickSource};
-use std::time::{Duration, Instant};
 use crate::migration::{Deactivated, Hierarchy, NewTimer, TopIdle, Wake};
 use crate::sync::Mutex;
+use crate::time::{ClockId, TickSource};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Wakes one worker's thread. Must not block; called with no utimer lock
 /// held.
@@ -379,6 +379,8 @@ impl Hooks for Nohz {
 
     fn run_blocked(&self, bases: &Bases, worker: usize) -> Option<u64> {
         let now = bases.ticks.now_precise();
-        self.run_expired(bases, worker, now).1.earliest_tick(&bases.ticks)
+        self.run_expired(bases, worker, now)
+            .1
+            .earliest_tick(&bases.ticks)
     }
 }

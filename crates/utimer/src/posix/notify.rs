@@ -69,7 +69,11 @@ impl std::fmt::Debug for Notify {
             Notify::None => f.write_str("None"),
             Notify::Callback(_) => f.write_str("Callback"),
             Notify::Fd => f.write_str("Fd"),
-            Notify::Signal { signo, value, thread } => f
+            Notify::Signal {
+                signo,
+                value,
+                thread,
+            } => f
                 .debug_struct("Signal")
                 .field("signo", signo)
                 .field("value", value)
@@ -109,7 +113,9 @@ pub(crate) fn open_fd() -> Result<OwnedFd, TimerError> {
     // SAFETY: eventfd takes two integers and returns a new descriptor or -1.
     let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
     if fd < 0 {
-        return Err(TimerError::Os(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)));
+        return Err(TimerError::Os(
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        ));
     }
     // SAFETY: `fd` was just opened and is owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -186,7 +192,12 @@ pub(crate) fn send_signal(signo: i32, value: usize, thread: Option<i32>) {
     // si_code is allowed. A failure (the thread exited) drops the signal.
     unsafe {
         match thread {
-            None => libc::syscall(libc::SYS_rt_sigqueueinfo, pid, signo, &info as *const QueueInfo),
+            None => libc::syscall(
+                libc::SYS_rt_sigqueueinfo,
+                pid,
+                signo,
+                &info as *const QueueInfo,
+            ),
             Some(tid) => libc::syscall(
                 libc::SYS_rt_tgsigqueueinfo,
                 pid,

@@ -36,7 +36,9 @@ impl Drop for Registry {
         let ids = std::mem::take(&mut *self.ids.lock().unwrap_or_else(|e| e.into_inner()));
         for id in ids {
             let owner = self.owner;
-            let inner = TABLE.with(id, |t| (t.owner == owner).then(|| t.inner.clone())).flatten();
+            let inner = TABLE
+                .with(id, |t| (t.owner == owner).then(|| t.inner.clone()))
+                .flatten();
             if let Some(inner) = inner {
                 let _ = inner.delete();
                 TABLE.remove_if(id, |t| t.owner == owner);

@@ -176,7 +176,10 @@ impl Inner {
         if st.deleted {
             return Err(TimerError::NoSuchTimer);
         }
-        st.fd.as_ref().map(notify::raw).ok_or(TimerError::InvalidArgument)
+        st.fd
+            .as_ref()
+            .map(notify::raw)
+            .ok_or(TimerError::InvalidArgument)
     }
 
     /// Locks the state with the hrtimer stopped: neither queued nor running
@@ -233,7 +236,9 @@ impl Inner {
             value
         } else if abstime {
             // (Own-callback case above: absolute on another clock.)
-            value.saturating_sub(self.now(self.clock)).saturating_add(self.now(eff))
+            value
+                .saturating_sub(self.now(self.clock))
+                .saturating_add(self.now(eff))
         } else {
             self.now(eff).saturating_add(value)
         };
@@ -289,7 +294,11 @@ fn on_fire(weak: &Weak<Inner>, fire: &mut HrFire) -> HrRestart {
                 notify::fd_add(fd, n);
             }
         }
-        Notify::Signal { signo, value, thread } => {
+        Notify::Signal {
+            signo,
+            value,
+            thread,
+        } => {
             if thread.is_none() && notify::signal_pending(*signo) {
                 st.carry = st.carry.saturating_add(n);
             } else {

@@ -44,6 +44,7 @@
 //! ([`TimerSystem::sleep`]) keeps its worker's timers running while it
 //! waits, so every worker may sleep at once.
 
+use super::clockwatch::ClockWatch;
 use crate::nohz::Idle;
 use crate::sync::parker::Parker;
 use crate::{Builder, TimerSystem};
@@ -77,6 +78,7 @@ pub struct Runtime {
     sys: Arc<TimerSystem>,
     pool: Arc<Pool>,
     threads: Vec<JoinHandle<()>>,
+    clockwatch: Option<ClockWatch>,
 }
 
 impl Runtime {
@@ -106,6 +108,7 @@ impl Runtime {
             sys,
             pool,
             threads: Vec::new(),
+            clockwatch: None,
         };
         for w in 0..rt.sys.workers() {
             let (sys, pool) = (rt.sys.clone(), rt.pool.clone());
@@ -126,6 +129,12 @@ impl Runtime {
             .name("utimer-monitor".into())
             .spawn(move || sys.run_monitor())?;
         rt.threads.push(monitor);
+        // Best effort: without it, REALTIME timers still fire, at the wall
+        // time the offset said when their worker went to sleep.
+        if let Ok((watch, handle)) = ClockWatch::start(rt.sys.clone()) {
+            rt.clockwatch = Some(watch);
+            rt.threads.push(handle);
+        }
         Ok(rt)
     }
 
@@ -186,6 +195,9 @@ impl Runtime {
     fn stop(&mut self) {
         self.pool.shutdown.store(true, SeqCst);
         self.sys.stop_monitor();
+        if let Some(watch) = &self.clockwatch {
+            watch.stop();
+        }
         for slot in self.pool.slots.iter() {
             slot.parker.unpark();
         }

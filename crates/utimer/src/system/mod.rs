@@ -26,9 +26,9 @@ pub use worker::Worker;
 
 use crate::base::{BaseKind, BaseStats, Bases, Binding};
 use crate::hrtimer::{HrFire, HrRestart, HrStats, HrTimer};
-use crate::time::ClockId;
 use crate::migration::{GroupInfo, MigrationStats};
 use crate::nohz::Nohz;
+use crate::time::ClockId;
 use crate::time::{Clock, Expiry};
 use crate::{Timer, TimerError, TimerFlags};
 use std::marker::PhantomData;
@@ -171,7 +171,12 @@ impl TimerSystem {
     ///
     /// # Errors
     /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
-    pub fn hrtimer_on<F>(&self, worker: usize, clock: ClockId, callback: F) -> Result<HrTimer, TimerError>
+    pub fn hrtimer_on<F>(
+        &self,
+        worker: usize,
+        clock: ClockId,
+        callback: F,
+    ) -> Result<HrTimer, TimerError>
     where
         F: Fn(&mut HrFire) -> HrRestart + Send + Sync + 'static,
     {
@@ -193,6 +198,24 @@ impl TimerSystem {
     /// length, for every clock).
     pub fn clock_ns(&self, clock: ClockId) -> u64 {
         self.core.bases.ticks.now_ns(clock)
+    }
+
+    /// The wall clock was set: wakes every sleeping worker that has
+    /// `REALTIME` hrtimers, so that it recomputes its sleep from the new
+    /// offset and they fire at the new wall time (the kernel's
+    /// `clock_was_set()`). A [`Runtime`](crate::Runtime) calls it from its
+    /// `utimer-clockwatch` thread; a program that owns its workers calls it
+    /// when its own `TFD_TIMER_CANCEL_ON_SET` timerfd reports `ECANCELED`.
+    /// Returns how many workers were woken.
+    pub fn clock_was_set(&self) -> usize {
+        let mut woken = 0;
+        for w in 0..self.workers() {
+            if self.core.nohz.hr.sleeps_on_realtime(w) {
+                self.core.nohz.wake(w);
+                woken += 1;
+            }
+        }
+        woken
     }
 
     /// Binds this thread to `worker` until the guard is dropped: timers it

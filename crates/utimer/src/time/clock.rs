@@ -193,7 +193,9 @@ impl TickSource {
         match &self.clock.kind {
             Kind::Monotonic => match ns.checked_sub(self.epoch_ns) {
                 Some(after) => self.epoch.checked_add(Duration::from_nanos(after)),
-                None => self.epoch.checked_sub(Duration::from_nanos(self.epoch_ns - ns)),
+                None => self
+                    .epoch
+                    .checked_sub(Duration::from_nanos(self.epoch_ns - ns)),
             },
             Kind::Manual(_) => None,
         }

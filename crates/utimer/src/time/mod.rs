@@ -9,6 +9,6 @@
 mod clock;
 mod expiry;
 
-pub use clock::{Clock, ClockId};
 pub(crate) use clock::TickSource;
+pub use clock::{Clock, ClockId};
 pub use expiry::Expiry;
