@@ -13,7 +13,7 @@
 //! timers, `timerfd` and `itimers` are hrtimers; `timer_list` is kept for
 //! timeouts. utimer does the same:
 //!
-//! | | wheel [`Timer`](crate::Timer) | [`HrTimer`](crate::HrTimer) |
+//! | | wheel [`Timer`](crate::Timer) | [`HrTimer`] |
 //! |---|---|---|
 //! | resolution | one tick (1 ms), coarser levels for far timers | 1 ns |
 //! | fires | at its bucket's boundary: never early, up to 12.5% late | at its expiry (plus the wake-up's latency), or within its slack |
