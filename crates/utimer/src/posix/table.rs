@@ -1,4 +1,13 @@
-//! TEMPORARY stand-in until the helper's table lands (same API).
+//! The process-wide POSIX timer ID table, as it stands: the seed's
+//! "before" — one lock around every lookup, as the kernel's `idr_lock`
+//! was until 2011.
+//!
+//! Correct (IDs increase and are never reused; entries are `Arc`s, so a
+//! lookup racing a delete sees either the live entry or none, and the
+//! caller rechecks `deleted` under the timer's own lock), but every lookup
+//! takes the same mutex: it does not scale, which is exactly what seed 003
+//! fixed. The lock-free table (epoch-reclaimed slots, writers serialized,
+//! no shared write on lookup) replaces it under issue 8 with the same API.
 #![allow(dead_code)]
 use std::collections::BTreeMap;
 use std::sync::Arc;
