@@ -24,6 +24,9 @@ impl<T: Send + Sync> IdTable<T> {
     }
     pub(crate) fn insert(&self, make: impl FnOnce(i32) -> T) -> Result<i32, TableFull> {
         let mut g = self.m.lock().unwrap();
+        if g.0 == i32::MAX {
+            return Err(TableFull);
+        }
         let id = g.0;
         g.0 += 1;
         let v = Arc::new(make(id));
