@@ -354,7 +354,7 @@ proptest! {
 
     #[test]
     fn matches_model(
-        ops in proptest::collection::vec(op(), 1..300),
+        ops in proptest::collection::vec(op(), 1..if cfg!(miri) { 20 } else { 300 }),
         seq_start in prop_oneof![Just(0u32), (u32::MAX - 200)..=u32::MAX],
     ) {
         let mut q = Queue::new();
