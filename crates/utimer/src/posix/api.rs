@@ -137,4 +137,41 @@ impl TimerSystem {
     pub fn timer_fd(&self, id: TimerId) -> Result<std::os::fd::RawFd, TimerError> {
         self.with_posix(id, |t| t.fd())
     }
+
+    /// Benchmark only: seed 003's "before", `timer_gettime` whose lookup
+    /// takes one process-wide spinlock (the kernel's `idr_lock` until
+    /// 2011), held from the lookup until the timer's own lock is taken.
+    ///
+    /// # Errors
+    /// As [`timer_gettime`](Self::timer_gettime).
+    #[cfg(feature = "bench-internals")]
+    #[doc(hidden)]
+    pub fn timer_gettime_global_lock(&self, id: TimerId) -> Result<ItimerSpec, TimerError> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static IDR_LOCK: AtomicBool = AtomicBool::new(false);
+        while IDR_LOCK
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            while IDR_LOCK.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        }
+        let unlock = || IDR_LOCK.store(false, Ordering::Release);
+        let owner = self.posix().owner;
+        let mut unlock = Some(unlock);
+        let r = TABLE
+            .with(id.0, |t: &PosixTimer| {
+                if t.owner == owner {
+                    t.inner.gettime_then(|| (unlock.take().expect("once"))())
+                } else {
+                    Err(TimerError::NoSuchTimer)
+                }
+            })
+            .unwrap_or(Err(TimerError::NoSuchTimer));
+        if let Some(unlock) = unlock {
+            unlock();
+        }
+        r
+    }
 }

@@ -154,7 +154,15 @@ impl Inner {
 
     /// `timer_gettime()`.
     pub(crate) fn gettime(&self) -> Result<ItimerSpec, TimerError> {
+        self.gettime_then(|| ())
+    }
+
+    /// `timer_gettime()`, calling `locked` as soon as `it_lock` is held
+    /// (the bench's global-lock lookup releases its lock there, as the
+    /// kernel's `lock_timer()` released `idr_lock` before 2011).
+    pub(crate) fn gettime_then(&self, locked: impl FnOnce()) -> Result<ItimerSpec, TimerError> {
         let mut st = self.lock();
+        locked();
         if st.deleted {
             return Err(TimerError::NoSuchTimer);
         }
