@@ -8,9 +8,12 @@
 # migrator sharing a base, delete_sync against a remote expiry).
 # tests/loom_hrtimer.rs models the hrtimer expiry against cancel-and-wait,
 # restarts, starts from other threads and the handle's drop.
+# src/posix/table/tests.rs models the POSIX ID table's lock-free lookup
+# against removal, growth and slot reuse, with crossbeam-epoch itself built
+# on loom (--cfg crossbeam_loom).
 # Under --cfg loom every atomic, the base lock, the lock-protected cells and
 # the thread-locals come from loom (src/sync).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom \
+RUSTFLAGS="--cfg loom --cfg crossbeam_loom ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom \
   cargo test -p utimer --release --lib --test loom --test loom_hrtimer -- --test-threads=1

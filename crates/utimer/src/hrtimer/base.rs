@@ -14,6 +14,14 @@
 //!   expiry (ns of this clock) below which a start must wake it. Written
 //!   under the lock by the worker going idle and by the start that wakes
 //!   it; cleared freely by the worker when it wakes.
+//! * `first_soft` and `first_hard` mirror the queue's first entry (its
+//!   soft and hard expiry, `u64::MAX` when empty). Written only by the
+//!   guard's drop, under the lock, so they are exact whenever the lock is
+//!   free; read without the lock by the tick's expiry run (skip a base with
+//!   nothing due without locking it or reading its clock) and by
+//!   `next_expiry`. A reader that races a start sees the queue as it was
+//!   just before, which a lock could not rule out either: the start wakes
+//!   the worker if it must (`idle_until`).
 //! * `route` is written by hot-plug only (serialized by the system's
 //!   hot-plug mutex), read by starts that find the base offline.
 //!
@@ -69,12 +77,51 @@ pub(crate) struct HrBase {
     pub(crate) callback_seq: AtomicU32,
     /// See the module docs.
     pub(crate) idle_until: AtomicU64,
+    /// The queue's first soft expiry, `u64::MAX` if empty (module docs).
+    first_soft: AtomicU64,
+    /// The queue's first hard expiry, `u64::MAX` if empty (module docs).
+    first_hard: AtomicU64,
     /// [`ONLINE`], or the worker whose base of this clock takes this
     /// offline worker's timers.
     pub(crate) route: AtomicU32,
 }
 
-pub(crate) type HrGuard<'a> = MutexGuard<'a, HrInner>;
+/// The base lock held: [`HrInner`] through `Deref`; publishes the first
+/// expiry mirrors when dropped.
+pub(crate) struct HrGuard<'a> {
+    base: &'a HrBase,
+    inner: MutexGuard<'a, HrInner>,
+}
+
+impl std::ops::Deref for HrGuard<'_> {
+    type Target = HrInner;
+    #[inline]
+    fn deref(&self) -> &HrInner {
+        &self.inner
+    }
+}
+
+impl std::ops::DerefMut for HrGuard<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut HrInner {
+        &mut self.inner
+    }
+}
+
+impl Drop for HrGuard<'_> {
+    /// Publishes the queue's first entry before the lock is released.
+    #[inline]
+    fn drop(&mut self) {
+        let (soft, hard) = self.inner.queue.first().unwrap_or((u64::MAX, u64::MAX));
+        let b = self.base;
+        if b.first_soft.load(Relaxed) != soft {
+            b.first_soft.store(soft, Release);
+        }
+        if b.first_hard.load(Relaxed) != hard {
+            b.first_hard.store(hard, Release);
+        }
+    }
+}
 
 impl HrBase {
     pub(crate) fn new(index: u32, clock: ClockId) -> HrBase {
@@ -92,6 +139,8 @@ impl HrBase {
             running: AtomicPtr::new(std::ptr::null_mut()),
             callback_seq: AtomicU32::new(0),
             idle_until: AtomicU64::new(0),
+            first_soft: AtomicU64::new(u64::MAX),
+            first_hard: AtomicU64::new(u64::MAX),
             route: AtomicU32::new(ONLINE),
         }
     }
@@ -100,7 +149,10 @@ impl HrBase {
     /// ignored.
     #[inline]
     pub(crate) fn lock(&self) -> HrGuard<'_> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        HrGuard {
+            base: self,
+            inner: self.inner.lock().unwrap_or_else(|e| e.into_inner()),
+        }
     }
 
     /// The worker the base belongs to.
@@ -115,9 +167,18 @@ impl HrBase {
         self.running.load(Acquire) == e.addr()
     }
 
-    /// The first hard expiry, under the lock.
+    /// The first hard expiry, without the lock (module docs).
+    #[inline]
     pub(crate) fn next_expiry(&self) -> Option<u64> {
-        self.lock().queue.first().map(|(_, hard)| hard)
+        let hard = self.first_hard.load(Acquire);
+        (hard != u64::MAX).then_some(hard)
+    }
+
+    /// The first soft expiry, without the lock (module docs): nothing is
+    /// due before it.
+    #[inline]
+    pub(crate) fn first_soft(&self) -> u64 {
+        self.first_soft.load(Acquire)
     }
 
     /// The worker goes idle: publish the first hard expiry (or "none") so

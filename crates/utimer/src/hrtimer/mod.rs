@@ -181,7 +181,19 @@ impl HrTable {
         let mut ran = 0;
         let mut next: Option<u64> = None;
         for b in self.worker_bases(worker) {
-            let (n, first) = expire::run_expired(b, ticks.now_ns(b.clock), on_panic, wake);
+            // Nothing queued, or nothing due: no lock, and no clock read
+            // for an empty base (module docs of `base.rs`).
+            let soft = b.first_soft();
+            let (n, first) = if soft == u64::MAX {
+                continue;
+            } else {
+                let now = ticks.now_ns(b.clock);
+                if soft > now {
+                    (0, b.next_expiry())
+                } else {
+                    expire::run_expired(b, now, on_panic, wake)
+                }
+            };
             ran += n;
             if let Some(ns) = first {
                 let mono = to_monotonic(ticks, b.clock, ns);

@@ -1,52 +1,305 @@
-//! The process-wide POSIX timer ID table, as it stands: the seed's
-//! "before" — one lock around every lookup, as the kernel's `idr_lock`
-//! was until 2011.
+//! The POSIX timer ID table: `id -> timer` without a lock that other
+//! lookups take and without a write to memory that other lookups write
+//! (seed 003, the kernel's `posix_timer_by_id()` under RCU).
 //!
-//! Correct (IDs increase and are never reused; entries are `Arc`s, so a
-//! lookup racing a delete sees either the live entry or none, and the
-//! caller rechecks `deleted` under the timer's own lock), but every lookup
-//! takes the same mutex: it does not scale, which is exactly what seed 003
-//! fixed. The lock-free table (epoch-reclaimed slots, writers serialized,
-//! no shared write on lookup) replaces it under issue 8 with the same API.
-#![allow(dead_code)]
-use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::Mutex;
+//! # Structure
+//!
+//! ```text
+//!   IdTable
+//!   ├── array ──► Slots { mask = cap - 1, [slot 0, slot 1, … slot cap-1] }
+//!   │                                        │
+//!   │                                        └──► Entry { id, value }
+//!   └── writer: Mutex<Writer { next, len }>       (one entry per slot)
+//! ```
+//!
+//! An ID lives in slot `id & mask`. The array is a power of two long and at
+//! most half full, so the writer finds a free slot within a few steps, and
+//! doubling the array keeps every live ID in a slot of its own (two IDs in
+//! different slots of `cap` differ in their low bits, so also in `2 cap`).
+//! The array never shrinks: its memory is 8 bytes per slot, at most four
+//! slots per timer at the peak.
+//!
+//! **IDs** come from a cursor, as the kernel's since its 2025 rework: the
+//! first ID at or after `next` whose slot is free, then `next = id + 1`,
+//! wrapping from `INT_MAX` to 0. A deleted ID is therefore not issued again
+//! until the cursor has gone round all 2³¹ IDs, and a stale ID finds either
+//! nothing or (once the slot is reused) an entry with another ID, which the
+//! lookup refuses: it compares the entry's ID with the one asked for.
+//!
+//! # Lookup
+//!
+//! [`IdTable::with`] pins the epoch (crossbeam-epoch: a store to this
+//! thread's own, cache-padded epoch word), loads the array and the slot, and
+//! runs the caller's function on the entry while pinned. The caller then
+//! takes the timer's own lock and rechecks, under it, that the timer is
+//! alive and belongs to the asking system: the kernel's `__lock_timer()`.
+//! Nothing in the lookup writes memory that another lookup writes, with one
+//! amortized exception that belongs to reclamation: one pin in 128 tries to
+//! advance the global epoch (it reads every thread's epoch word and, if all
+//! are current, stores the global one), which is where the kernel's RCU
+//! spends its grace-period work too.
+//!
+//! # Why epochs
+//!
+//! Reclamation must wait until no lookup can still see a deleted timer. Of
+//! the well-kept schemes, epoch-based reclamation (crossbeam-epoch) makes
+//! the read side cheapest: one store and fence per lookup, nothing per
+//! pointer followed, and the two loads of a lookup need no validation.
+//! Hazard pointers (e.g. `haphazard`) bound the garbage better but cost a
+//! store, a full fence and a re-load for each of the two pointers a lookup
+//! follows; garbage here is rare (one entry per `timer_delete`, one array
+//! per doubling), so the read side decides. A lookup that waits inside its
+//! function (settime waiting for a running callback) keeps its epoch
+//! pinned meanwhile: that delays the freeing of deleted timers, never
+//! blocks anybody.
+//!
+//! # Lifetime rules
+//!
+//! * Only the writer (holding `writer`) stores to `array` and to slots.
+//! * An entry is freed only through `defer_destroy` after it was unlinked
+//!   from the current array; an array is freed the same way after it was
+//!   replaced. Both happen under the writer lock, array retirements before
+//!   the retirement of any entry they still point to.
+//! * A reader reaches an entry only through an array it loaded while
+//!   pinned. If that array was the current one, the entry was linked when
+//!   the reader loaded it and its retirement follows the reader's pin. If
+//!   it was a replaced array, the reader's pin is old enough to keep that
+//!   array alive, and every entry reached through it is retired no earlier
+//!   than the array was: their frees wait for the same or a later epoch.
+//! * The entry's `value` is only read through `&T` by readers; the writer
+//!   never mutates a linked entry. The value is dropped exactly once: by
+//!   the deferred destruction after removal, or by the table's drop.
+//!
+//! # Locking rules
+//!
+//! `writer` serializes inserts and removals (the kernel's
+//! `hash_lock`); lookups take no lock. Callers take a timer's own lock only
+//! after (and inside) the lookup; the writer lock is taken with no timer
+//! lock held, except inside `make` of an insert, which creates the timer.
+//!
+//! The seed's "before", a global lock around every lookup, is kept for the
+//! benchmark as `TimerSystem::timer_gettime_global_lock` (feature
+//! `bench-internals`).
+
+use crate::sync::Mutex;
+use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned, Shared};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+#[cfg(test)]
+mod tests;
+
+/// The first array's length.
+const MIN_CAP: usize = 64;
+/// The longest array: one slot per non-negative `int`.
+const MAX_CAP: usize = 1 << 31;
+/// The most IDs in use at once (half of `MAX_CAP`: the array stays at
+/// most half full).
+const MAX_LEN: usize = MAX_CAP / 2;
+
+/// The ID space is full (the kernel's `-EAGAIN` from `posix_timer_add()`).
+#[derive(Debug)]
 pub(crate) struct TableFull;
-pub(crate) struct IdTable<T> {
-    m: Mutex<(i32, BTreeMap<i32, Arc<T>>)>,
+
+struct Entry<T> {
+    id: i32,
+    value: T,
 }
-impl<T: Send + Sync> IdTable<T> {
-    pub(crate) fn new() -> Self {
-        IdTable {
-            m: Mutex::new((0, BTreeMap::new())),
+
+struct Slots<T> {
+    mask: usize,
+    slots: Box<[Atomic<Entry<T>>]>,
+}
+
+impl<T> Slots<T> {
+    fn new(cap: usize) -> Slots<T> {
+        debug_assert!(cap.is_power_of_two());
+        Slots {
+            mask: cap - 1,
+            slots: (0..cap).map(|_| Atomic::null()).collect(),
         }
     }
+
+    fn slot(&self, id: i32) -> &Atomic<Entry<T>> {
+        debug_assert!(id >= 0);
+        &self.slots[id as usize & self.mask]
+    }
+}
+
+/// The writer's state, under `IdTable::writer`.
+struct Writer {
+    /// The cursor: the next ID to try.
+    next: i32,
+    /// Entries linked.
+    len: usize,
+}
+
+/// The ID table (see the module docs).
+pub(crate) struct IdTable<T> {
+    /// The current array; never null. Stored only under `writer`.
+    array: Atomic<Slots<T>>,
+    writer: Mutex<Writer>,
+}
+
+impl<T: Send + Sync + 'static> IdTable<T> {
+    /// An empty table whose first ID is 0.
+    pub(crate) fn new() -> Self {
+        Self::with_capacity(MIN_CAP, 0)
+    }
+
+    /// An empty table with `cap` slots (a power of two) and its cursor at
+    /// `next` (tests: growth from tiny arrays, the wrap at `INT_MAX`).
+    fn with_capacity(cap: usize, next: i32) -> Self {
+        IdTable {
+            array: Atomic::new(Slots::new(cap)),
+            writer: Mutex::new(Writer { next, len: 0 }),
+        }
+    }
+
+    fn lock_writer(&self) -> crate::sync::MutexGuard<'_, Writer> {
+        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The current array.
+    fn current<'g>(&self, guard: &'g Guard) -> &'g Slots<T> {
+        let array = self.array.load(Acquire, guard);
+        // SAFETY: `array` is never null (set in the constructor, replaced
+        // only by another array), and a replaced array is retired through
+        // `defer_destroy`, so it outlives every guard pinned before then.
+        unsafe { array.deref() }
+    }
+
+    /// Runs `f` on the value with ID `id`, if there is one: the lookup.
+    /// Takes no lock; `f` runs with the epoch pinned, so the value cannot
+    /// be freed under it, but it may have been removed meanwhile: the
+    /// caller rechecks under the value's own lock.
+    #[inline]
+    pub(crate) fn with<R>(&self, id: i32, f: impl FnOnce(&T) -> R) -> Option<R> {
+        if id < 0 {
+            return None;
+        }
+        let guard = &epoch::pin();
+        let entry = self.current(guard).slot(id).load(Acquire, guard);
+        // SAFETY: an entry is retired only after it was unlinked from every
+        // array a reader pinned later can load (module docs, "Lifetime
+        // rules"), so one loaded under `guard` is alive while it lasts.
+        let entry = unsafe { entry.as_ref() }?;
+        (entry.id == id).then(|| f(&entry.value))
+    }
+
+    /// Links a value made by `make` from its new ID and returns the ID.
+    /// `make` runs under the writer lock.
+    ///
+    /// # Errors
+    /// [`TableFull`] when `MAX_LEN` IDs are in use.
     pub(crate) fn insert(&self, make: impl FnOnce(i32) -> T) -> Result<i32, TableFull> {
-        let mut g = self.m.lock().unwrap();
-        if g.0 == i32::MAX {
+        let mut w = self.lock_writer();
+        if w.len >= MAX_LEN {
             return Err(TableFull);
         }
-        let id = g.0;
-        g.0 += 1;
-        let v = Arc::new(make(id));
-        g.1.insert(id, v);
+        let guard = &epoch::pin();
+        let mut array = self.current(guard);
+        if (w.len + 1) * 2 > array.slots.len() {
+            array = self.grow(array, guard);
+        }
+        let id = free_id(array, w.next, guard);
+        let entry = Owned::new(Entry {
+            id,
+            value: make(id),
+        });
+        array.slot(id).store(entry, Release);
+        w.next = if id == i32::MAX { 0 } else { id + 1 };
+        w.len += 1;
         Ok(id)
     }
-    pub(crate) fn with<R>(&self, id: i32, f: impl FnOnce(&T) -> R) -> Option<R> {
-        let v = self.m.lock().unwrap().1.get(&id).cloned()?;
-        Some(f(&v))
-    }
-    pub(crate) fn remove_if(&self, id: i32, pred: impl FnOnce(&T) -> bool) -> bool {
-        let mut g = self.m.lock().unwrap();
-        if g.1.get(&id).is_some_and(|v| pred(v)) {
-            g.1.remove(&id);
-            true
-        } else {
-            false
+
+    /// Replaces `old` by an array twice as long holding the same entries,
+    /// and retires `old`. Under the writer lock.
+    fn grow<'g>(&self, old: &Slots<T>, guard: &'g Guard) -> &'g Slots<T> {
+        let cap = old.slots.len() * 2;
+        debug_assert!(cap <= MAX_CAP);
+        let new = Slots::new(cap);
+        for slot in old.slots.iter() {
+            let entry = slot.load(Relaxed, guard);
+            // SAFETY: linked entries are alive (only this writer unlinks).
+            if let Some(e) = unsafe { entry.as_ref() } {
+                new.slot(e.id).store(entry, Relaxed);
+            }
         }
+        // The entries' contents were published by their own Release
+        // stores; this one publishes the new array and its slots.
+        let old = self.array.swap(Owned::new(new), Release, guard);
+        // SAFETY: `old` is unlinked (no later load of `array` returns it);
+        // readers pinned before now may still use it, which the deferral
+        // waits for. Its slots are bare pointers: freeing the array does
+        // not free the entries, which the new array holds.
+        unsafe { guard.defer_destroy(old) };
+        self.current(guard)
     }
-    pub(crate) fn len(&self) -> usize {
-        self.m.lock().unwrap().1.len()
+
+    /// Unlinks the value with ID `id` if `pred` accepts it; it is dropped
+    /// once no lookup can still see it. Returns whether it was unlinked.
+    pub(crate) fn remove_if(&self, id: i32, pred: impl FnOnce(&T) -> bool) -> bool {
+        if id < 0 {
+            return false;
+        }
+        let mut w = self.lock_writer();
+        let guard = &epoch::pin();
+        let slot = self.current(guard).slot(id);
+        let entry = slot.load(Relaxed, guard);
+        // SAFETY: linked entries are alive (only this writer unlinks).
+        match unsafe { entry.as_ref() } {
+            Some(e) if e.id == id && pred(&e.value) => {}
+            _ => return false,
+        }
+        slot.store(Shared::null(), Release);
+        // SAFETY: unlinked from the current array just now; older arrays
+        // that still hold it were retired before (module docs), so every
+        // reader that can reach it is pinned before this point.
+        unsafe { guard.defer_destroy(entry) };
+        w.len -= 1;
+        true
+    }
+
+    /// The number of IDs in use (tests).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lock_writer().len
+    }
+
+    /// The array's length (tests).
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        self.current(&epoch::pin()).slots.len()
+    }
+}
+
+/// The first ID at or after `next` (wrapping at `INT_MAX`) whose slot is
+/// free. The array is less than half full, so this ends within a few steps
+/// on average and within `cap` steps always.
+fn free_id<T>(array: &Slots<T>, mut id: i32, guard: &Guard) -> i32 {
+    loop {
+        if array.slot(id).load(Relaxed, guard).is_null() {
+            return id;
+        }
+        id = if id == i32::MAX { 0 } else { id + 1 };
+    }
+}
+
+impl<T> Drop for IdTable<T> {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: no lookup or writer is running on this
+        // table, so nothing else can reach the array or its entries; each
+        // linked entry is owned by the array alone (removed ones were
+        // unlinked and handed to the collector).
+        unsafe {
+            let guard = epoch::unprotected();
+            let array = self.array.load(Relaxed, guard).into_owned();
+            for slot in array.slots.iter() {
+                let entry = slot.load(Relaxed, guard);
+                if !entry.is_null() {
+                    drop(entry.into_owned());
+                }
+            }
+        }
     }
 }
