@@ -4,8 +4,7 @@
 # dropped inside its own callback, and while its callback runs elsewhere:
 # the deferred free), the state word, shutdown, and the hot-unplug's batch
 # move of pending timers (base/hotplug.rs); the pull model's hierarchy
-# (migration::) has no unsafe code but runs here too; the POSIX ID table
-# (posix::table, epoch-reclaimed) runs with its racing lookups. The wheel has no unsafe
+# (migration::) has no unsafe code but runs here too. The wheel has no unsafe
 # code and is tested natively. Installs a nightly toolchain with Miri if
 # needed.
 set -euo pipefail
@@ -19,5 +18,15 @@ cargo +nightly miri setup
 MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}" PROPTEST_CASES=4 CARGO_TARGET_DIR=target/miri \
   cargo +nightly miri test -p utimer --lib --test callbacks --test bad_input --test model --test delete_sync \
   --test defects --test hotplug \
-  -- timer:: base:: entry:: clock:: migration:: posix:: an_offline_workers arms_on_an_offline bad_hotplug callback rearm drop delete past huge outliving misuse panicking \
+  -- --skip posix::table timer:: base:: entry:: clock:: migration:: an_offline_workers arms_on_an_offline bad_hotplug callback rearm drop delete past huge outliving misuse panicking \
   timers_match_model waits pending from_its try_ shutdown reduce_never stale just_before_the_last_tick saturates
+# The POSIX ID table (posix::table: epoch-reclaimed slots, racing lookups)
+# under Tree Borrows: crossbeam-epoch's intrusive list of threads is known
+# not to fit Stacked Borrows and to be clean under Tree Borrows, the model
+# crossbeam's own CI runs it under (crossbeam-rs/crossbeam#545, #996).
+# Leaks are not checked here: garbage still queued in the process-wide
+# collector at exit is never freed (by design), and crossbeam keeps its
+# pointers as integers, so Miri cannot see them as reachable. That each
+# value is dropped exactly once is what the table's own tests count.
+MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows -Zmiri-ignore-leaks -Zmiri-permissive-provenance ${MIRIFLAGS:-}" PROPTEST_CASES=4 CARGO_TARGET_DIR=target/miri \
+  cargo +nightly miri test -p utimer --lib -- posix::table
