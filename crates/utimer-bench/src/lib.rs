@@ -53,6 +53,7 @@ mod latency;
 mod seed000;
 mod seed002;
 mod seed003;
+mod seed003_costs;
 mod seed003_latency;
 mod seed004;
 

@@ -29,12 +29,10 @@
 //!   create, per getoverrun and per delete, utimer vs kernel syscalls.
 //!   Kernel timers count against `RLIMIT_SIGPENDING` on recent kernels; a
 //!   create that fails is reported as a skipped row with its errno.
-//! * **`seed003-costs`**: single-thread costs, utimer vs the kernel
-//!   syscall: create+settime+delete, a re-arm of an armed timer, and
-//!   `timer_gettime`; the kernel/utimer ratio is printed as a note (target
-//!   at least 10x).
-//!
-//! Wake-up lateness rows are in `seed003_latency.rs`.
+//! * **`seed003-costs`** (`seed003_costs.rs`): single-thread costs, utimer
+//!   vs the kernel syscall.
+//! * **`seed003-latency`** (`seed003_latency.rs`): wake-up lateness of
+//!   hrtimers and sleeps vs timerfd and tokio.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -45,17 +43,16 @@ use std::time::{Duration, Instant};
 use utimer::{ClockId, ItimerSpec, Notify, TimerId, TimerSystem};
 
 use super::peers::posix::{itimerspec_periodic, Notify as KNotify, PosixTimer};
-use super::{time, Contender, Record, Runner, Schedule};
+use super::{time, Record, Runner};
 
 const LOOKUP: &str = "seed003-lookup";
 const WORKLOAD: &str = "seed003-workload2025";
-const COSTS: &str = "seed003-costs";
 
 /// Timers each polling thread owns.
 const TIMERS_PER_THREAD: usize = 16;
 const THREAD_COUNTS: [usize; 5] = [1, 2, 4, 8, 16];
 /// A setting that never expires during a run.
-const FAR: Duration = Duration::from_secs(3600);
+pub(crate) const FAR: Duration = Duration::from_secs(3600);
 
 /// One implementation of `timer_gettime` under test.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -78,7 +75,7 @@ impl Lookup {
 }
 
 /// Creates `n` armed `SIGEV_NONE` utimer timers.
-fn utimer_timers(sys: &TimerSystem, n: usize) -> Result<Vec<TimerId>, String> {
+pub(crate) fn utimer_timers(sys: &TimerSystem, n: usize) -> Result<Vec<TimerId>, String> {
     (0..n)
         .map(|_| {
             let id = sys
@@ -92,7 +89,7 @@ fn utimer_timers(sys: &TimerSystem, n: usize) -> Result<Vec<TimerId>, String> {
 }
 
 /// Creates `n` armed `SIGEV_NONE` kernel timers.
-fn kernel_timers(n: usize) -> Result<Vec<PosixTimer>, String> {
+pub(crate) fn kernel_timers(n: usize) -> Result<Vec<PosixTimer>, String> {
     let spec = itimerspec_periodic(FAR, FAR);
     (0..n)
         .map(|_| {
@@ -293,6 +290,20 @@ fn lookup_scaling(r: &mut Runner) {
     );
 }
 
+/// The soft `RLIMIT_SIGPENDING`, as text.
+fn sigpending_limit() -> String {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid, writable rlimit.
+    match unsafe { libc::getrlimit(libc::RLIMIT_SIGPENDING, &mut lim) } {
+        0 if lim.rlim_cur == libc::RLIM_INFINITY => "unlimited".into(),
+        0 => lim.rlim_cur.to_string(),
+        _ => "unknown".into(),
+    }
+}
+
 /// Outcome of one phase of the 2025 workload: ns per call, or why not.
 type Phase = Result<f64, String>;
 
@@ -309,9 +320,9 @@ fn workload_thread(sys: &TimerSystem, kernel: bool, n: usize, sync: &Barrier) ->
                 Ok(t) => timers.push(t),
                 Err(e) => {
                     fail = Some(format!(
-                        "timer_create failed after {} timers: {e} (errno {})",
+                        "timer_create failed after {} timers: {e}; RLIMIT_SIGPENDING = {}",
                         timers.len(),
-                        e.raw_os_error().unwrap_or(0)
+                        sigpending_limit()
                     ));
                     break;
                 }
@@ -431,128 +442,9 @@ fn workload_2025(r: &mut Runner) {
     }
 }
 
-/// A utimer system for the single-thread rows, with one armed timer.
-fn costs_system() -> Result<(TimerSystem, TimerId), String> {
-    let sys = TimerSystem::new(1);
-    let id = utimer_timers(&sys, 1)?[0];
-    Ok((sys, id))
-}
-
-fn single_thread_costs(r: &mut Runner) {
-    let cases = ["create_settime_delete", "settime_rearm", "gettime"];
-    if !cases.iter().any(|c| r.wants(COSTS, c)) {
-        return;
-    }
-    r.enter_group(
-        COSTS,
-        "single-thread cost of the POSIX timer calls, SIGEV_NONE timers: utimer vs the\n\
-         kernel's syscalls (ns/op). settime_rearm moves an armed timer to a new far value",
-    );
-    let once = |i: u64| ItimerSpec::once(FAR + Duration::from_nanos(i & 1023));
-    let konce = |i: u64| super::peers::posix::itimerspec(FAR + Duration::from_nanos(i & 1023));
-    r.case(COSTS, cases[0], Schedule::Interleaved, || {
-        vec![
-            Contender::batched("utimer", move || {
-                let (sys, _) = costs_system()?;
-                Ok(move |n: u64| {
-                    time(|| {
-                        for i in 0..n {
-                            let id = sys
-                                .timer_create(ClockId::Monotonic, Notify::None)
-                                .expect("timer_create");
-                            black_box(sys.timer_settime(id, false, once(i)).ok());
-                            black_box(sys.timer_delete(id).ok());
-                        }
-                    })
-                })
-            }),
-            Contender::batched("kernel", move || {
-                drop(kernel_timers(1)?);
-                Ok(move |n: u64| {
-                    time(|| {
-                        for i in 0..n {
-                            if let Ok(t) = PosixTimer::new(KNotify::None) {
-                                black_box(t.settime(&konce(i)).ok());
-                            }
-                        }
-                    })
-                })
-            }),
-        ]
-    });
-    r.case(COSTS, cases[1], Schedule::Interleaved, || {
-        vec![
-            Contender::batched("utimer", move || {
-                let (sys, id) = costs_system()?;
-                Ok(move |n: u64| {
-                    time(|| {
-                        for i in 0..n {
-                            black_box(sys.timer_settime(id, false, once(i)).ok());
-                        }
-                    })
-                })
-            }),
-            Contender::batched("kernel", move || {
-                let t = kernel_timers(1)?.pop().expect("one timer");
-                Ok(move |n: u64| {
-                    time(|| {
-                        for i in 0..n {
-                            black_box(t.settime(&konce(i)).ok());
-                        }
-                    })
-                })
-            }),
-        ]
-    });
-    r.case(COSTS, cases[2], Schedule::Interleaved, || {
-        vec![
-            Contender::batched("utimer", move || {
-                let (sys, id) = costs_system()?;
-                Ok(move |n: u64| {
-                    time(|| {
-                        for _ in 0..n {
-                            black_box(sys.timer_gettime(black_box(id)).ok());
-                        }
-                    })
-                })
-            }),
-            Contender::batched("kernel", move || {
-                let t = kernel_timers(1)?.pop().expect("one timer");
-                Ok(move |n: u64| {
-                    time(|| {
-                        for _ in 0..n {
-                            black_box(t.gettime().ok());
-                        }
-                    })
-                })
-            }),
-        ]
-    });
-    let ratios: Vec<String> = cases
-        .iter()
-        .filter_map(|c| {
-            let get = |name: &str| {
-                r.records
-                    .iter()
-                    .rev()
-                    .find(|x| x.group == COSTS && x.case == *c && x.impl_name == name)
-                    .and_then(|x| x.ns_per_op)
-            };
-            let (u, k) = (get("utimer")?, get("kernel")?);
-            Some(format!("{c} {:.1}x", k / u))
-        })
-        .collect();
-    if !ratios.is_empty() {
-        r.note(
-            COSTS,
-            &format!("kernel/utimer: {} (target >= 10x)", ratios.join(", ")),
-        );
-    }
-}
-
 pub fn run(r: &mut Runner) {
     lookup_scaling(r);
     workload_2025(r);
-    single_thread_costs(r);
+    super::seed003_costs::run(r);
     super::seed003_latency::run(r);
 }
