@@ -52,6 +52,9 @@ mod threads;
 mod latency;
 mod seed000;
 mod seed002;
+mod seed003;
+mod seed003_costs;
+mod seed003_latency;
 mod seed004;
 
 use std::path::PathBuf;
@@ -76,6 +79,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
     seed002::run(&mut r);
     seed000::run(&mut r);
     seed004::run(&mut r);
+    seed003::run(&mut r);
     latency::run(&mut r);
     if r.records.is_empty() {
         return Err(match &opts.filter {

@@ -19,6 +19,18 @@
 use std::io;
 use std::time::Duration;
 
+/// `it_value = value`, `it_interval = interval`.
+pub fn itimerspec_periodic(value: Duration, interval: Duration) -> libc::itimerspec {
+    let ts = |d: Duration| libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    };
+    libc::itimerspec {
+        it_interval: ts(interval),
+        it_value: ts(value),
+    }
+}
+
 /// `it_value = after`, no interval; zero disarms.
 pub fn itimerspec(after: Duration) -> libc::itimerspec {
     libc::itimerspec {
@@ -86,6 +98,41 @@ impl PosixTimer {
             return Err(io::Error::last_os_error());
         }
         Ok(())
+    }
+
+    /// `timer_settime` with a full setting (relative; `spec.it_interval`
+    /// makes it periodic).
+    #[inline]
+    pub fn settime(&self, spec: &libc::itimerspec) -> io::Result<()> {
+        // SAFETY: `self.0` is a live timer id; `spec` outlives the call.
+        let rc = unsafe { libc::timer_settime(self.0, 0, spec, std::ptr::null_mut()) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// `timer_gettime`: the time to the next expiry and the interval.
+    #[inline]
+    pub fn gettime(&self) -> io::Result<libc::itimerspec> {
+        let mut cur = itimerspec(Duration::ZERO);
+        // SAFETY: `self.0` is a live timer id; `cur` is writable.
+        let rc = unsafe { libc::timer_gettime(self.0, &mut cur) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(cur)
+    }
+
+    /// `timer_getoverrun`.
+    #[inline]
+    pub fn getoverrun(&self) -> io::Result<i32> {
+        // SAFETY: `self.0` is a live timer id.
+        let rc = unsafe { libc::timer_getoverrun(self.0) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(rc)
     }
 
     /// Whether the timer is armed (`timer_gettime`).

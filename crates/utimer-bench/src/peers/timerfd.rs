@@ -54,6 +54,56 @@ impl TimerFd {
     }
 }
 
+impl TimerFd {
+    /// Arms periodically with an absolute first expiry: `first_ns` of
+    /// `CLOCK_MONOTONIC` (`TFD_TIMER_ABSTIME`), then every `interval`.
+    pub fn set_periodic_abs(&self, first_ns: u64, interval: Duration) -> io::Result<()> {
+        let first = Duration::from_nanos(first_ns);
+        let spec = super::posix::itimerspec_periodic(first, interval);
+        // SAFETY: valid descriptor; `spec` outlives the call.
+        let rc = unsafe {
+            libc::timerfd_settime(
+                self.0.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Blocks until the timer has expired (`poll(2)`, then `read(2)`) and
+    /// returns the number of expirations since the last read.
+    pub fn wait(&self) -> io::Result<u64> {
+        let mut pfd = libc::pollfd {
+            fd: self.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        loop {
+            // SAFETY: `pfd` is a valid pollfd for a live descriptor.
+            let rc = unsafe { libc::poll(&mut pfd, 1, -1) };
+            if rc == 1 {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            if rc < 0 && e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+        let mut expirations = 0u64;
+        // SAFETY: reads 8 bytes into a live u64 from a valid descriptor.
+        let n = unsafe { libc::read(self.0.as_raw_fd(), (&mut expirations as *mut u64).cast(), 8) };
+        if n != 8 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(expirations)
+    }
+}
+
 /// Blocks until `deadline` on a fresh timerfd (for the latency group):
 /// arm it relative to now, `poll(2)` until it is readable, read it. Returns
 /// false if a system call failed.
@@ -63,25 +113,7 @@ pub fn sleep_until(deadline: std::time::Instant) -> bool {
     if fd.set(after.max(Duration::from_nanos(1))).is_err() {
         return false;
     }
-    let mut pfd = libc::pollfd {
-        fd: fd.0.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    loop {
-        // SAFETY: `pfd` is a valid pollfd for a live descriptor.
-        let rc = unsafe { libc::poll(&mut pfd, 1, -1) };
-        if rc == 1 {
-            break;
-        }
-        if rc < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return false;
-        }
-    }
-    let mut expirations = 0u64;
-    // SAFETY: reads 8 bytes into a live u64 from a valid descriptor.
-    let n = unsafe { libc::read(fd.0.as_raw_fd(), (&mut expirations as *mut u64).cast(), 8) };
-    n == 8
+    fd.wait().is_ok()
 }
 
 /// timerfd as a benchmark peer (virtual `now`, relative timeouts).

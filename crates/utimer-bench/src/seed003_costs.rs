@@ -1,0 +1,142 @@
+//! Seed 003, single-thread costs of the POSIX timer calls: utimer's
+//! user-space `timer_*` against the kernel's syscalls, on `SIGEV_NONE`
+//! timers (neither queues a timer for those: the kernel computes their
+//! state when asked, and so does utimer), ns/op through the runner's
+//! interleaved batches:
+//!
+//! * `create_settime_delete`: a timer's whole life, armed once far ahead;
+//! * `settime_rearm`: an armed timer moved to a new far value;
+//! * `gettime`: `timer_gettime` of an armed timer.
+//!
+//! The kernel/utimer ratio of each is printed as a note (the target is at
+//! least 10x: a syscall against a user-space call).
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use utimer::{ClockId, ItimerSpec, Notify, TimerId, TimerSystem};
+
+use super::peers::posix::{Notify as KNotify, PosixTimer};
+use super::seed003::{kernel_timers, utimer_timers, FAR};
+use super::{time, Contender, Runner, Schedule};
+
+const COSTS: &str = "seed003-costs";
+
+/// A utimer system for the single-thread rows, with one armed timer.
+fn costs_system() -> Result<(TimerSystem, TimerId), String> {
+    let sys = TimerSystem::new(1);
+    let id = utimer_timers(&sys, 1)?[0];
+    Ok((sys, id))
+}
+
+pub fn run(r: &mut Runner) {
+    let cases = ["create_settime_delete", "settime_rearm", "gettime"];
+    if !cases.iter().any(|c| r.wants(COSTS, c)) {
+        return;
+    }
+    r.enter_group(
+        COSTS,
+        "single-thread cost of the POSIX timer calls, SIGEV_NONE timers: utimer vs the\n\
+         kernel's syscalls (ns/op). settime_rearm moves an armed timer to a new far value",
+    );
+    let once = |i: u64| ItimerSpec::once(FAR + Duration::from_nanos(i & 1023));
+    let konce = |i: u64| super::peers::posix::itimerspec(FAR + Duration::from_nanos(i & 1023));
+    r.case(COSTS, cases[0], Schedule::Interleaved, || {
+        vec![
+            Contender::batched("utimer", move || {
+                let (sys, _) = costs_system()?;
+                Ok(move |n: u64| {
+                    time(|| {
+                        for i in 0..n {
+                            let id = sys
+                                .timer_create(ClockId::Monotonic, Notify::None)
+                                .expect("timer_create");
+                            black_box(sys.timer_settime(id, false, once(i)).ok());
+                            black_box(sys.timer_delete(id).ok());
+                        }
+                    })
+                })
+            }),
+            Contender::batched("kernel", move || {
+                drop(kernel_timers(1)?);
+                Ok(move |n: u64| {
+                    time(|| {
+                        for i in 0..n {
+                            if let Ok(t) = PosixTimer::new(KNotify::None) {
+                                black_box(t.settime(&konce(i)).ok());
+                            }
+                        }
+                    })
+                })
+            }),
+        ]
+    });
+    r.case(COSTS, cases[1], Schedule::Interleaved, || {
+        vec![
+            Contender::batched("utimer", move || {
+                let (sys, id) = costs_system()?;
+                Ok(move |n: u64| {
+                    time(|| {
+                        for i in 0..n {
+                            black_box(sys.timer_settime(id, false, once(i)).ok());
+                        }
+                    })
+                })
+            }),
+            Contender::batched("kernel", move || {
+                let t = kernel_timers(1)?.pop().expect("one timer");
+                Ok(move |n: u64| {
+                    time(|| {
+                        for i in 0..n {
+                            black_box(t.settime(&konce(i)).ok());
+                        }
+                    })
+                })
+            }),
+        ]
+    });
+    r.case(COSTS, cases[2], Schedule::Interleaved, || {
+        vec![
+            Contender::batched("utimer", move || {
+                let (sys, id) = costs_system()?;
+                Ok(move |n: u64| {
+                    time(|| {
+                        for _ in 0..n {
+                            black_box(sys.timer_gettime(black_box(id)).ok());
+                        }
+                    })
+                })
+            }),
+            Contender::batched("kernel", move || {
+                let t = kernel_timers(1)?.pop().expect("one timer");
+                Ok(move |n: u64| {
+                    time(|| {
+                        for _ in 0..n {
+                            black_box(t.gettime().ok());
+                        }
+                    })
+                })
+            }),
+        ]
+    });
+    let ratios: Vec<String> = cases
+        .iter()
+        .filter_map(|c| {
+            let get = |name: &str| {
+                r.records
+                    .iter()
+                    .rev()
+                    .find(|x| x.group == COSTS && x.case == *c && x.impl_name == name)
+                    .and_then(|x| x.ns_per_op)
+            };
+            let (u, k) = (get("utimer")?, get("kernel")?);
+            Some(format!("{c} {:.1}x", k / u))
+        })
+        .collect();
+    if !ratios.is_empty() {
+        r.note(
+            COSTS,
+            &format!("kernel/utimer: {} (target >= 10x)", ratios.join(", ")),
+        );
+    }
+}
