@@ -12,10 +12,9 @@
 //!   `timer_gettime` for a fixed time, started together by a barrier and
 //!   stopped by a flag; each thread counts its calls and the counts are
 //!   summed at the end. Three implementations in the same run: utimer's
-//!   `timer_gettime` (whatever ID table `posix/table.rs` holds: when this
-//!   bench was written, still the interim table with one mutex per lookup,
-//!   i.e. a "before"; the lock-free table is to replace it with the same
-//!   API), the same call behind one more global spinlock (the
+//!   `timer_gettime` (the lock-free lookup of `posix/table.rs`: an epoch
+//!   pin and two loads, then the timer's own lock), the same call behind
+//!   one global spinlock held from the lookup to the timer's lock (the
 //!   hidden `timer_gettime_global_lock`, the seed's "before"), and the
 //!   kernel's `timer_gettime` syscall on kernel `SIGEV_NONE` timers. Total
 //!   calls per second, and the 2-thread/1-thread throughput ratio (2.0 is
@@ -273,10 +272,9 @@ fn lookup_scaling(r: &mut Runner) {
     );
     r.note(
         LOOKUP,
-        "the utimer row measures the ID table that crates/utimer/src/posix/table.rs holds; \
-         when this bench was written that was the interim table (one mutex and an Arc clone \
-         per lookup), not yet the lock-free one, so it cannot show the seed's fix until that \
-         table lands",
+        "utimer: the lock-free lookup (epoch pin, two loads, then the timer's own lock); \
+         global lock: the same call behind one process-wide spinlock (the seed's idr_lock); \
+         kernel: timer_gettime(2) on kernel SIGEV_NONE timers",
     );
     r.note(
         LOOKUP,

@@ -249,12 +249,7 @@ fn pin_to(cpu: usize) {
 /// when asked, not up to 50 µs later (see the `hrtimer` module docs:
 /// hrtimers ask for slack explicitly). Best effort.
 fn precise_sleeps() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: PR_SET_TIMERSLACK takes an integer argument and touches no
-    // memory of ours.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
-    }
+    crate::sync::futex::set_timer_slack(1);
 }
 
 fn pop_job(slot: &Slot) -> Option<Job> {

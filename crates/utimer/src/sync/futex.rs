@@ -61,3 +61,23 @@ pub(crate) fn wake_all(word: &AtomicU32) {
     #[cfg(loom)]
     let _ = word;
 }
+
+/// Sets the calling thread's timer slack (`PR_SET_TIMERSLACK`: how much
+/// later than asked the kernel may end its timed waits, 50 µs by default)
+/// and returns the previous value. No-op returning `ns` under loom or off
+/// Linux.
+pub(crate) fn set_timer_slack(ns: u64) -> u64 {
+    #[cfg(all(target_os = "linux", not(loom)))]
+    {
+        // SAFETY: PR_GET_TIMERSLACK and PR_SET_TIMERSLACK take and return
+        // integers; they touch no memory of ours.
+        unsafe {
+            let old = libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0);
+            libc::prctl(libc::PR_SET_TIMERSLACK, ns.max(1) as libc::c_ulong, 0, 0, 0);
+            if old > 0 {
+                return old as u64;
+            }
+        }
+    }
+    ns
+}

@@ -31,6 +31,7 @@ use super::Core;
 use crate::base::in_callback;
 use crate::hrtimer::{self, HrRestart, HrTimer};
 use crate::nohz::Idle;
+use crate::sync::futex;
 use crate::sync::parker::Parker;
 use crate::time::{ClockId, Expiry};
 use crate::TimerError;
@@ -113,9 +114,12 @@ impl Sleeper {
     }
 
     /// Sleeps until `deadline`, or until interrupted: returns
-    /// [`SleepOutcome::Elapsed`] only once the sleep's hrtimer has fired,
-    /// which it does only after the monotonic clock read at least the
-    /// deadline. An [`Expiry::After`] counts from now to the nanosecond, an
+    /// [`SleepOutcome::Elapsed`] only once the monotonic clock read at
+    /// least the deadline, never before. The sleep's hrtimer runs on the
+    /// worker; a thread that is no worker also waits on the deadline
+    /// itself (a futex wait with 1 ns timer slack for the sleep, the
+    /// kernel's `nanosleep` hrtimer on the sleeping CPU), so it wakes
+    /// without a hand-off from the worker. An [`Expiry::After`] counts from now to the nanosecond, an
     /// [`Expiry::At`] is that instant, and a tick ([`Expiry::Tick`],
     /// [`Expiry::AfterTicks`]) stands for the moment that tick begins.
     ///
@@ -138,7 +142,7 @@ impl Sleeper {
         self.state.fired.store(false, SeqCst);
         self.timer.start(at)?;
         let outcome = match bases.entered_worker() {
-            None => self.park_until_done(),
+            None => self.park_until_done(at),
             Some(worker) => self.run_until_done(worker),
         };
         self.timer.cancel()?;
@@ -156,15 +160,32 @@ impl Sleeper {
         }
     }
 
-    /// Not a worker: someone else runs the timer.
-    fn park_until_done(&self) -> SleepOutcome {
-        loop {
+    /// Not a worker: the worker runs the hrtimer, and with a real clock
+    /// this thread also wakes at the deadline by itself.
+    fn park_until_done(&self, at: u64) -> SleepOutcome {
+        let ticks = &self.core.bases.ticks;
+        let own = !ticks.clock().is_manual();
+        let slack = own.then(|| futex::set_timer_slack(1));
+        let outcome = loop {
             let token = self.state.parker.token();
             if let Some(outcome) = self.outcome() {
-                return outcome;
+                break outcome;
             }
-            self.state.parker.park(token, None);
+            let timeout = if own {
+                let now = ticks.now_ns(ClockId::Monotonic);
+                if now >= at {
+                    break SleepOutcome::Elapsed;
+                }
+                Some(Duration::from_nanos(at - now))
+            } else {
+                None
+            };
+            self.state.parker.park(token, timeout);
+        };
+        if let Some(old) = slack {
+            futex::set_timer_slack(old);
         }
+        outcome
     }
 
     /// On `worker`'s thread: run its timers while waiting, tickless in
