@@ -1,21 +1,22 @@
 //! Blocking sleep for any thread: the kernel's `nanosleep()` /
 //! `hrtimer_nanosleep()`.
 //!
-//! A [`Sleeper`] owns a single-shot hrtimer (`hrtimer/`) on the monotonic
-//! clock whose callback unparks the sleeping thread. `sleep_until` starts
-//! it and waits until the callback has run or another thread interrupts
-//! the sleep, then cancels it (waiting for a callback in flight). As the
-//! kernel's `nanosleep` does, it uses an hrtimer, not the wheel: a sleep
-//! ends microseconds after its deadline, not at the next bucket boundary.
-//! It never ends early: the timer fires only once its clock has read the
-//! deadline, and only its callback reports the sleep as elapsed.
+//! A [`Sleeper`] ends its sleeps at their deadlines, not at the next wheel
+//! bucket boundary: as the kernel's `nanosleep` does, it sleeps on an
+//! hrtimer, and a sleep ends microseconds after its deadline. It never ends
+//! early: it reports the sleep as elapsed only once the monotonic clock has
+//! read the deadline. Another thread may interrupt it ([`Interrupter`]).
 //!
 //! # Who runs the timer
 //!
-//! * On a thread that is no worker, the timer goes to the thread's home
-//!   worker, and the thread parks until its callback runs: some worker must
-//!   be running (a [`Runtime`](crate::Runtime), or threads registered as
-//!   workers).
+//! * On a thread that is no worker, the hrtimer is the kernel's own: the
+//!   thread waits on its parker with the deadline as the futex timeout and
+//!   its timer slack at 1 ns for the sleep (restored after), which is what
+//!   `nanosleep` arms on the sleeping CPU. No worker wakes for it, and the
+//!   wake-up needs no hand-off from a worker thread. With a manual
+//!   [`Clock`](crate::Clock), time moves only when the clock is advanced,
+//!   so the sleep is a utimer hrtimer on the thread's home worker instead,
+//!   whose callback unparks the thread.
 //! * On a worker's thread (inside a job, say), the timer goes to the
 //!   thread's own worker, and while it waits the thread keeps running that
 //!   worker's timers — this one among them — and sleeps tickless in
@@ -115,11 +116,13 @@ impl Sleeper {
 
     /// Sleeps until `deadline`, or until interrupted: returns
     /// [`SleepOutcome::Elapsed`] only once the monotonic clock read at
-    /// least the deadline, never before. The sleep's hrtimer runs on the
-    /// worker; a thread that is no worker also waits on the deadline
-    /// itself (a futex wait with 1 ns timer slack for the sleep, the
-    /// kernel's `nanosleep` hrtimer on the sleeping CPU), so it wakes
-    /// without a hand-off from the worker. An [`Expiry::After`] counts from now to the nanosecond, an
+    /// least the deadline, never before. On a worker's thread the sleep is
+    /// an hrtimer that the worker's own loop runs while it waits (tickless,
+    /// running its other timers meanwhile). Any other thread waits on the
+    /// deadline itself: a futex wait whose timeout is the kernel's hrtimer,
+    /// as `nanosleep` uses, with the thread's timer slack at 1 ns for the
+    /// sleep, so no worker wakes for it (with a manual [`Clock`](crate::Clock),
+    /// an hrtimer that advancing the clock fires). An [`Expiry::After`] counts from now to the nanosecond, an
     /// [`Expiry::At`] is that instant, and a tick ([`Expiry::Tick`],
     /// [`Expiry::AfterTicks`]) stands for the moment that tick begins.
     ///
@@ -140,9 +143,13 @@ impl Sleeper {
             e => ticks.ns_of_tick(ticks.resolve(e)),
         };
         self.state.fired.store(false, SeqCst);
+        let worker = bases.entered_worker();
+        if worker.is_none() && !ticks.clock().is_manual() {
+            return Ok(self.wait_until(at));
+        }
         self.timer.start(at)?;
-        let outcome = match bases.entered_worker() {
-            None => self.park_until_done(at),
+        let outcome = match worker {
+            None => self.park_until_done(),
             Some(worker) => self.run_until_done(worker),
         };
         self.timer.cancel()?;
@@ -160,32 +167,41 @@ impl Sleeper {
         }
     }
 
-    /// Not a worker: the worker runs the hrtimer, and with a real clock
-    /// this thread also wakes at the deadline by itself.
-    fn park_until_done(&self, at: u64) -> SleepOutcome {
+    /// Not a worker, with a real clock: the thread waits on the deadline
+    /// itself, with 1 ns of timer slack for the sleep (the kernel's own
+    /// hrtimer behind the futex timeout, as `nanosleep` uses), so no
+    /// worker wakes for it and nothing is handed over; an interrupt
+    /// unparks it.
+    fn wait_until(&self, at: u64) -> SleepOutcome {
         let ticks = &self.core.bases.ticks;
-        let own = !ticks.clock().is_manual();
-        let slack = own.then(|| futex::set_timer_slack(1));
+        let slack = futex::set_timer_slack(1);
         let outcome = loop {
             let token = self.state.parker.token();
             if let Some(outcome) = self.outcome() {
                 break outcome;
             }
-            let timeout = if own {
-                let now = ticks.now_ns(ClockId::Monotonic);
-                if now >= at {
-                    break SleepOutcome::Elapsed;
-                }
-                Some(Duration::from_nanos(at - now))
-            } else {
-                None
-            };
-            self.state.parker.park(token, timeout);
+            let now = ticks.now_ns(ClockId::Monotonic);
+            if now >= at {
+                break SleepOutcome::Elapsed;
+            }
+            self.state
+                .parker
+                .park(token, Some(Duration::from_nanos(at - now)));
         };
-        if let Some(old) = slack {
-            futex::set_timer_slack(old);
-        }
+        futex::set_timer_slack(slack);
         outcome
+    }
+
+    /// Not a worker, on a manual clock: whoever advances the clock runs
+    /// the hrtimer, which unparks this thread.
+    fn park_until_done(&self) -> SleepOutcome {
+        loop {
+            let token = self.state.parker.token();
+            if let Some(outcome) = self.outcome() {
+                return outcome;
+            }
+            self.state.parker.park(token, None);
+        }
     }
 
     /// On `worker`'s thread: run its timers while waiting, tickless in
