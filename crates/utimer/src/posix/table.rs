@@ -81,6 +81,9 @@
 //! benchmark as `TimerSystem::timer_gettime_global_lock` (feature
 //! `bench-internals`).
 
+// Under loom only the table's models use it.
+#![cfg_attr(loom, allow(dead_code))]
+
 use crate::sync::Mutex;
 use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned, Shared};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};

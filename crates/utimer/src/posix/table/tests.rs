@@ -257,6 +257,18 @@ mod models {
         }
     }
 
+    /// A thread that looks `id` up and checks, while it holds the value,
+    /// that it is that ID's and was not dropped.
+    fn spawn_lookup(t: &Arc<IdTable<Tracked>>, id: i32) -> thread::JoinHandle<Option<()>> {
+        let t = t.clone();
+        thread::spawn(move || {
+            t.with(id, |v| {
+                assert_eq!(v.id, id);
+                assert!(!v.dropped.load(SeqCst), "freed under a lookup");
+            })
+        })
+    }
+
     /// Gives the collector the chance to free what this thread retired.
     fn reclaim() {
         for _ in 0..3 {
@@ -280,13 +292,7 @@ mod models {
             let gone = Arc::new(AtomicBool::new(false));
             let t = Arc::new(IdTable::with_capacity(2, 0));
             let id = t.insert(tracked(&gone)).ok().unwrap();
-            let t2 = t.clone();
-            let reader = thread::spawn(move || {
-                t2.with(id, |v| {
-                    assert_eq!(v.id, id);
-                    assert!(!v.dropped.load(SeqCst), "freed under a lookup");
-                })
-            });
+            let reader = spawn_lookup(&t, id);
             assert!(t.remove_if(id, |_| true));
             reclaim();
             reader.join().unwrap();
@@ -302,13 +308,7 @@ mod models {
             let other = Arc::new(AtomicBool::new(false));
             let t = Arc::new(IdTable::with_capacity(2, 0));
             let id = t.insert(tracked(&gone)).ok().unwrap();
-            let t2 = t.clone();
-            let reader = thread::spawn(move || {
-                t2.with(id, |v| {
-                    assert_eq!(v.id, id);
-                    assert!(!v.dropped.load(SeqCst), "freed under a lookup");
-                })
-            });
+            let reader = spawn_lookup(&t, id);
             t.insert(tracked(&other)).ok().unwrap(); // doubles the array
             assert!(t.remove_if(id, |_| true));
             reclaim();
