@@ -147,15 +147,11 @@ impl HrTable {
     /// `CLOCK_MONOTONIC` time in ns (see the module docs).
     #[inline]
     pub(crate) fn next_event(&self, worker: usize, ticks: &TickSource) -> Option<u64> {
-        let bases: &[HrBase; CLOCKS] = self.worker_bases(worker).try_into().expect("CLOCKS");
-        // The common case, no hrtimer at all: three loads, one branch.
-        if bases.iter().all(|b| b.next_expiry().is_none()) {
-            return None;
-        }
-        let mut next = None;
-        for b in bases {
+        let mut next: Option<u64> = None;
+        for b in self.worker_bases(worker) {
             if let Some(ns) = b.next_expiry() {
-                next = Some(next_min(next, to_monotonic(ticks, b.clock, ns)));
+                let mono = to_monotonic(ticks, b.clock, ns);
+                next = Some(next.map_or(mono, |n| n.min(mono)));
             }
         }
         next
@@ -193,15 +189,14 @@ impl HrTable {
             // Nothing queued, or nothing due: no lock, and no clock read
             // for an empty base (module docs of `base.rs`).
             let soft = b.first_soft();
-            let (n, first) = if soft == u64::MAX {
+            if soft == u64::MAX {
                 continue;
+            }
+            let now = ticks.now_ns(b.clock);
+            let (n, first) = if soft > now {
+                (0, b.next_expiry())
             } else {
-                let now = ticks.now_ns(b.clock);
-                if soft > now {
-                    (0, b.next_expiry())
-                } else {
-                    expire::run_expired(b, now, on_panic, wake)
-                }
+                expire::run_expired(b, now, on_panic, wake)
             };
             ran += n;
             if let Some(ns) = first {
@@ -305,10 +300,6 @@ impl HrTable {
 
 /// `ns` of `clock` as a `CLOCK_MONOTONIC` time: minus the clock's current
 /// offset from the monotonic clock (none for a manual clock).
-fn next_min(a: Option<u64>, b: u64) -> u64 {
-    a.map_or(b, |a| a.min(b))
-}
-
 pub(crate) fn to_monotonic(ticks: &TickSource, clock: ClockId, ns: u64) -> u64 {
     if clock == ClockId::Monotonic || ticks.clock().is_manual() {
         return ns;
