@@ -39,12 +39,32 @@ impl TimerSystem {
     /// [`TimerError::Os`] if the notification fd cannot be opened.
     pub fn timer_create(&self, clock: ClockId, notify: Notify) -> Result<TimerId, TimerError> {
         notify.check()?;
+        self.timer_create_with(clock, |_| notify)
+    }
+
+    /// [`timer_create`](Self::timer_create) whose notification is made from
+    /// the new timer's ID, before anything can fire: POSIX's default
+    /// `sigevent` (a NULL one) is `SIGALRM` with the timer's ID as
+    /// `si_value`, which is known only once the ID is allocated (the
+    /// kernel fills it in the same way).
+    ///
+    /// # Errors
+    /// As [`timer_create`](Self::timer_create).
+    pub fn timer_create_with(
+        &self,
+        clock: ClockId,
+        notify: impl FnOnce(TimerId) -> Notify,
+    ) -> Result<TimerId, TimerError> {
         let worker = self.core().bases.route(self.core().bases.current_worker());
         let owner = self.posix().owner;
         let mut made = Ok(());
         let id = TABLE
             .insert(|id| {
-                let inner = match Inner::new(self.env(), worker, id, clock, notify) {
+                let notify = notify(TimerId(id));
+                let inner = match notify
+                    .check()
+                    .and_then(|()| Inner::new(self.env(), worker, id, clock, notify))
+                {
                     Ok(inner) => inner,
                     Err(e) => {
                         made = Err(e);

@@ -1,0 +1,264 @@
+//! POSIX timers, drop-in for the system calls: `utimer_timer_create`,
+//! `utimer_timer_settime`, `utimer_timer_gettime`,
+//! `utimer_timer_getoverrun`, `utimer_timer_delete`, plus
+//! `utimer_timer_fd` for `epoll` loops. Semantics are the kernel's (see the
+//! Rust crate's `posix` module and README, including the few differences
+//! user space imposes on signals).
+
+use crate::ffi::{errno, guard, handle, Errno};
+use crate::system::utimer_t;
+use std::os::raw::{c_int, c_void};
+use std::sync::Arc;
+use utimer::{ClockId, ItimerSpec, Notify, TimerId};
+
+/// `sigev_notify` value of a utimer extension: notify through a file
+/// descriptor (see [`utimer_timer_fd`]) that becomes readable on expiry and
+/// reads as the 8-byte expiration count, like a timerfd.
+pub const UTIMER_SIGEV_FD: c_int = 0x100;
+
+/// `flags` of [`utimer_timer_settime`]: `value` is an absolute time of the
+/// timer's clock (POSIX `TIMER_ABSTIME`, the same value).
+pub const UTIMER_TIMER_ABSTIME: c_int = 1;
+
+/// glibc's `struct sigevent`, whose union `libc` does not spell out: the
+/// thread ID (`SIGEV_THREAD_ID`) and the function (`SIGEV_THREAD`) share
+/// its first bytes.
+#[repr(C)]
+struct SigEvent {
+    value: libc::sigval,
+    signo: c_int,
+    notify: c_int,
+    un: SigEventUnion,
+}
+
+#[repr(C)]
+union SigEventUnion {
+    tid: c_int,
+    thread: SigEventThread,
+    _pad: [c_int; 12],
+}
+
+#[repr(C)]
+#[derive(Copy, Clone)]
+struct SigEventThread {
+    function: Option<unsafe extern "C" fn(libc::sigval)>,
+    attributes: *mut c_void,
+}
+
+const _: () = assert!(std::mem::size_of::<SigEvent>() == std::mem::size_of::<libc::sigevent>());
+
+/// The notification a `struct sigevent` asks for. `value` fields travel as
+/// integers (the pointer is C's, handed back to C unchanged).
+fn notify_of(ev: &SigEvent) -> Result<Notify, Errno> {
+    let value = ev.value.sival_ptr as usize;
+    Ok(match ev.notify {
+        libc::SIGEV_NONE => Notify::None,
+        libc::SIGEV_SIGNAL => Notify::Signal {
+            signo: ev.signo,
+            value,
+            thread: None,
+        },
+        libc::SIGEV_THREAD_ID => Notify::Signal {
+            signo: ev.signo,
+            value,
+            // SAFETY: for SIGEV_THREAD_ID the union holds the thread ID
+            // (any bit pattern is an int).
+            thread: Some(unsafe { ev.un.tid }),
+        },
+        libc::SIGEV_THREAD => {
+            // SAFETY: for SIGEV_THREAD the union holds the function and its
+            // attributes (a null function is refused below).
+            let f = unsafe { ev.un.thread }.function.ok_or(libc::EINVAL)?;
+            Notify::Callback(Arc::new(move |_| {
+                let v = libc::sigval {
+                    sival_ptr: value as *mut c_void,
+                };
+                // SAFETY: the caller of timer_create promised a function
+                // taking a `union sigval`, callable from any thread.
+                unsafe { f(v) }
+            }))
+        }
+        UTIMER_SIGEV_FD => Notify::Fd,
+        _ => return Err(libc::EINVAL),
+    })
+}
+
+fn clock_of(clock: libc::clockid_t) -> Result<ClockId, Errno> {
+    ClockId::from_raw(clock).ok_or(libc::EINVAL)
+}
+
+/// Creates a POSIX timer on `clock` (`CLOCK_MONOTONIC`, `CLOCK_BOOTTIME` or
+/// `CLOCK_REALTIME`) notifying as `sevp` says, and stores its ID in
+/// `*timerid`: the kernel's `timer_create()`. `sevp`: `SIGEV_NONE`,
+/// `SIGEV_SIGNAL`, `SIGEV_THREAD` (the function runs on a utimer worker
+/// with `sigev_value`; `sigev_notify_attributes` is ignored: no thread is
+/// created), `SIGEV_THREAD_ID`, [`UTIMER_SIGEV_FD`], or NULL for
+/// `SIGEV_SIGNAL` with `SIGALRM` and the timer's ID as `sival_int` (POSIX).
+///
+/// Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, unknown clock or
+/// notification, bad signal, NULL `SIGEV_THREAD` function), `EFAULT` (NULL
+/// `timerid`), `EAGAIN` (no ID left), or the error of opening the fd.
+///
+/// # Safety
+/// `u` is NULL or live; `sevp` is NULL or points to a `struct sigevent`;
+/// `timerid` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_timer_create(
+    u: *mut utimer_t,
+    clock: libc::clockid_t,
+    sevp: *const libc::sigevent,
+    timerid: *mut c_int,
+) -> c_int {
+    guard(-1, || {
+        // SAFETY: the caller's promise.
+        let u = unsafe { handle(u) }?;
+        let clock = clock_of(clock)?;
+        if timerid.is_null() {
+            return Err(libc::EFAULT);
+        }
+        // SAFETY: a non-null `sevp` points to a `struct sigevent`, whose
+        // layout `SigEvent` mirrors (same size, asserted above).
+        let ev = unsafe { sevp.cast::<SigEvent>().as_ref() };
+        let id = match ev {
+            Some(ev) => {
+                let notify = notify_of(ev)?;
+                u.sys.timer_create(clock, notify)
+            }
+            None => u.sys.timer_create_with(clock, |id| Notify::Signal {
+                signo: libc::SIGALRM,
+                value: id.raw() as usize,
+                thread: None,
+            }),
+        }
+        .map_err(errno)?;
+        // SAFETY: checked non-null; the caller promised it writable.
+        unsafe { timerid.write(id.raw()) };
+        Ok(0)
+    })
+}
+
+/// Arms timer `timerid` with `new_value` (a zero `it_value` disarms; the
+/// interval counts only with a value) and stores the previous setting in
+/// `*old_value` if not NULL: the kernel's `timer_settime()`. `flags`: 0 or
+/// `TIMER_ABSTIME`. Waits for a running `SIGEV_THREAD` callback, unless
+/// called from it.
+///
+/// Returns 0, or -1 with `errno = EINVAL` (NULL `u` or `new_value`,
+/// unknown or deleted ID, other flags, negative or non-normalized
+/// timespec).
+///
+/// # Safety
+/// `u` is NULL or live; `new_value` is NULL or readable; `old_value` is
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_timer_settime(
+    u: *mut utimer_t,
+    timerid: c_int,
+    flags: c_int,
+    new_value: *const libc::itimerspec,
+    old_value: *mut libc::itimerspec,
+) -> c_int {
+    guard(-1, || {
+        // SAFETY: the caller's promise.
+        let u = unsafe { handle(u) }?;
+        // SAFETY: the caller's promise.
+        let new = unsafe { handle(new_value) }?;
+        if flags & !UTIMER_TIMER_ABSTIME != 0 {
+            return Err(libc::EINVAL);
+        }
+        let spec = ItimerSpec::from_c(new).map_err(errno)?;
+        let abstime = flags & UTIMER_TIMER_ABSTIME != 0;
+        let old = u
+            .sys
+            .timer_settime(TimerId::from_raw(timerid), abstime, spec)
+            .map_err(errno)?;
+        if !old_value.is_null() {
+            // SAFETY: non-null, and the caller promised it writable.
+            unsafe { old_value.write(old.to_c()) };
+        }
+        Ok(0)
+    })
+}
+
+/// Stores the time to timer `timerid`'s next expiry and its interval in
+/// `*curr_value` (zero: disarmed): the kernel's `timer_gettime()`.
+///
+/// Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, unknown or deleted
+/// ID), `EFAULT` (NULL `curr_value`).
+///
+/// # Safety
+/// `u` is NULL or live; `curr_value` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_timer_gettime(
+    u: *mut utimer_t,
+    timerid: c_int,
+    curr_value: *mut libc::itimerspec,
+) -> c_int {
+    guard(-1, || {
+        // SAFETY: the caller's promise.
+        let u = unsafe { handle(u) }?;
+        let cur = u
+            .sys
+            .timer_gettime(TimerId::from_raw(timerid))
+            .map_err(errno)?;
+        if curr_value.is_null() {
+            return Err(libc::EFAULT);
+        }
+        // SAFETY: non-null, and the caller promised it writable.
+        unsafe { curr_value.write(cur.to_c()) };
+        Ok(0)
+    })
+}
+
+/// The overrun count of timer `timerid`'s last notification (clamped to
+/// `INT_MAX`): the kernel's `timer_getoverrun()`. -1 with `errno = EINVAL`
+/// for a NULL `u` or an unknown or deleted ID.
+///
+/// # Safety
+/// `u` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_timer_getoverrun(u: *mut utimer_t, timerid: c_int) -> c_int {
+    guard(-1, || {
+        // SAFETY: the caller's promise.
+        let u = unsafe { handle(u) }?;
+        u.sys
+            .timer_getoverrun(TimerId::from_raw(timerid))
+            .map_err(errno)
+    })
+}
+
+/// Deletes timer `timerid`: the kernel's `timer_delete()`. Waits for a
+/// running `SIGEV_THREAD` callback (unless called from it) and closes the
+/// timer's fd. Returns 0, or -1 with `errno = EINVAL` (NULL `u`, unknown
+/// ID, second delete).
+///
+/// # Safety
+/// `u` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_timer_delete(u: *mut utimer_t, timerid: c_int) -> c_int {
+    guard(-1, || {
+        // SAFETY: the caller's promise.
+        let u = unsafe { handle(u) }?;
+        u.sys
+            .timer_delete(TimerId::from_raw(timerid))
+            .map_err(errno)?;
+        Ok(0)
+    })
+}
+
+/// The file descriptor of a timer created with [`UTIMER_SIGEV_FD`]:
+/// readable once it expired, it reads as the number of expirations since
+/// the last read (a `uint64_t`, as a timerfd); non-blocking. Owned by the
+/// timer: closed by [`utimer_timer_delete`]. -1 with `errno = EINVAL` for a
+/// NULL `u`, an unknown ID, or a timer that notifies otherwise.
+///
+/// # Safety
+/// `u` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_timer_fd(u: *mut utimer_t, timerid: c_int) -> c_int {
+    guard(-1, || {
+        // SAFETY: the caller's promise.
+        let u = unsafe { handle(u) }?;
+        u.sys.timer_fd(TimerId::from_raw(timerid)).map_err(errno)
+    })
+}

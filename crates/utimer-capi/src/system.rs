@@ -1,0 +1,132 @@
+//! Opening and closing a timer system; its clock in jiffies.
+
+use crate::ffi::{guard, handle, Errno};
+use std::os::raw::c_uint;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use utimer::{Runtime, TimerSystem};
+
+/// A timer system: its workers, bases, wheel timers and POSIX timers (the
+/// kernel's per-process timer state and per-CPU bases). Opaque to C.
+pub struct utimer_t {
+    pub(crate) sys: Arc<TimerSystem>,
+    /// The worker threads, for a system from [`utimer_open`]; `None` for
+    /// one from [`utimer_open_unthreaded`].
+    rt: Mutex<Option<Runtime>>,
+}
+
+fn workers(n: c_uint) -> usize {
+    match n {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n as usize,
+    }
+}
+
+/// Largest worker count accepted (a sanity bound, not a design limit).
+const MAX_WORKERS: c_uint = 65_536;
+
+fn open(n: c_uint, threads: bool) -> Result<*mut utimer_t, Errno> {
+    if n > MAX_WORKERS {
+        return Err(libc::EINVAL);
+    }
+    let builder = TimerSystem::builder().workers(workers(n));
+    let (sys, rt) = if threads {
+        let rt =
+            Runtime::with_builder(builder).map_err(|e| e.raw_os_error().unwrap_or(libc::EAGAIN))?;
+        (rt.system_arc(), Some(rt))
+    } else {
+        let sys = builder.try_build().map_err(crate::ffi::errno)?;
+        (Arc::new(sys), None)
+    };
+    Ok(Box::into_raw(Box::new(utimer_t {
+        sys,
+        rt: Mutex::new(rt),
+    })))
+}
+
+/// Opens a timer system with `workers` worker threads (0: one per CPU the
+/// process may run on), which run the timers' callbacks and sleep tickless
+/// when idle.
+///
+/// Returns NULL with `errno` set on failure: `EINVAL` for more than 65,536
+/// workers, `EAGAIN` (or the system's error) if a thread cannot start.
+#[no_mangle]
+pub extern "C" fn utimer_open(workers: c_uint) -> *mut utimer_t {
+    guard(std::ptr::null_mut(), || open(workers, true))
+}
+
+/// Opens a timer system with `workers` workers and no threads: the
+/// program's own threads become its workers with
+/// [`utimer_worker_register`](crate::utimer_worker_register) and run its
+/// timers from their event loops. 0: one worker per CPU.
+///
+/// Returns NULL with `errno` set on failure (`EINVAL`).
+#[no_mangle]
+pub extern "C" fn utimer_open_unthreaded(workers: c_uint) -> *mut utimer_t {
+    guard(std::ptr::null_mut(), || open(workers, false))
+}
+
+/// Closes `u`: stops its worker threads (a callback already running
+/// finishes first), cancels every pending timer and deletes its POSIX
+/// timers. Wheel timers still allocated stay valid memory whose calls
+/// fail with `EINVAL` until [`utimer_timer_free`](crate::utimer_timer_free).
+/// NULL is ignored. Must not be called from one of `u`'s callbacks.
+///
+/// # Safety
+/// `u` is NULL or a live handle from `utimer_open*`, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_close(u: *mut utimer_t) {
+    if u.is_null() {
+        return;
+    }
+    guard((), || {
+        // SAFETY: the caller hands over a live handle made by `Box::into_raw`.
+        let u = unsafe { Box::from_raw(u) };
+        let rt = u.rt.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(rt);
+        drop(u);
+        Ok(())
+    });
+}
+
+/// The number of workers of `u` (0 with `errno = EINVAL` for NULL).
+///
+/// # Safety
+/// `u` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_workers(u: *const utimer_t) -> c_uint {
+    // SAFETY: the caller's promise.
+    guard(0, || Ok(unsafe { handle(u) }?.sys.workers() as c_uint))
+}
+
+/// The current tick of `u`'s clock (the kernel's `jiffies`; 1 ms ticks),
+/// the unit of the wheel timers' expiries. 0 with `errno = EINVAL` for NULL.
+///
+/// # Safety
+/// `u` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_jiffies(u: *const utimer_t) -> u64 {
+    // SAFETY: the caller's promise.
+    guard(0, || Ok(unsafe { handle(u) }?.sys.now()))
+}
+
+/// `ms` milliseconds as ticks, rounded up (the kernel's
+/// `msecs_to_jiffies()`). 0 with `errno = EINVAL` for NULL.
+///
+/// # Safety
+/// `u` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_msecs_to_jiffies(u: *const utimer_t, ms: c_uint) -> u64 {
+    guard(0, || {
+        // SAFETY: the caller's promise.
+        let tick = unsafe { handle(u) }?.sys.tick().as_nanos().max(1);
+        let ns = Duration::from_millis(u64::from(ms)).as_nanos();
+        Ok(ns.div_ceil(tick) as u64)
+    })
+}
+
+/// The crate's version as a C string constant, e.g. for logs.
+#[no_mangle]
+pub extern "C" fn utimer_version() -> *const std::os::raw::c_char {
+    c"0.1.0".as_ptr()
+}

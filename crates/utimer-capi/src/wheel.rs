@@ -1,0 +1,204 @@
+//! Kernel-style wheel timers for timeouts (`struct timer_list`): set up
+//! once, armed with `utimer_mod_timer` at an expiry in jiffies, cancelled
+//! with `utimer_del_timer` or `utimer_del_timer_sync`, freed with
+//! `utimer_timer_free`. O(1) to arm and cancel; they fire at their wheel
+//! level's granularity (never early, up to 12.5% late): for precise
+//! deadlines use POSIX timers.
+
+use crate::ffi::{errno, guard, handle, int, Errno};
+use crate::system::utimer_t;
+use std::mem::MaybeUninit;
+use std::os::raw::{c_int, c_uint, c_void};
+use utimer::{Timer, TimerError, TimerFlags};
+
+/// `flags` of [`utimer_timer_setup`]: the timer stays on the worker that
+/// armed it (the kernel's `TIMER_PINNED`).
+pub const UTIMER_PINNED: c_uint = 1;
+/// `flags` of [`utimer_timer_setup`]: the timer never wakes an idle worker
+/// (the kernel's `TIMER_DEFERRABLE`).
+pub const UTIMER_DEFERRABLE: c_uint = 2;
+
+/// A wheel timer (the kernel's `struct timer_list`). Opaque to C.
+pub struct utimer_timer_list {
+    timer: Timer,
+}
+
+/// A wheel timer's callback: the timer and the `arg` given at setup.
+pub type utimer_timer_fn = Option<unsafe extern "C" fn(*mut utimer_timer_list, *mut c_void)>;
+
+fn flags_of(flags: c_uint) -> Result<TimerFlags, Errno> {
+    if flags & !(UTIMER_PINNED | UTIMER_DEFERRABLE) != 0 {
+        return Err(libc::EINVAL);
+    }
+    let mut f = TimerFlags::NONE;
+    if flags & UTIMER_PINNED != 0 {
+        f = f | TimerFlags::PINNED;
+    }
+    if flags & UTIMER_DEFERRABLE != 0 {
+        f = f | TimerFlags::DEFERRABLE;
+    }
+    Ok(f)
+}
+
+/// Allocates a wheel timer of `u` that calls `fn(timer, arg)` on a worker
+/// when it fires: the kernel's `timer_setup()`. It is not armed. `flags`:
+/// 0, [`UTIMER_PINNED`], [`UTIMER_DEFERRABLE`] or both. Free it with
+/// [`utimer_timer_free`].
+///
+/// Returns NULL with `errno = EINVAL` for a NULL `u` or `fn`, or unknown
+/// flags.
+///
+/// # Safety
+/// `u` is NULL or live; `fn` may be called with `arg` from any utimer
+/// worker thread until the timer is freed.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_timer_setup(
+    u: *mut utimer_t,
+    r#fn: utimer_timer_fn,
+    arg: *mut c_void,
+    flags: c_uint,
+) -> *mut utimer_timer_list {
+    guard(std::ptr::null_mut(), || {
+        // SAFETY: the caller's promise.
+        let u = unsafe { handle(u) }?;
+        let f = r#fn.ok_or(libc::EINVAL)?;
+        let flags = flags_of(flags)?;
+        // The callback needs the handle's address, so the allocation comes
+        // first and the timer is written into it before anyone can arm it.
+        let p = Box::into_raw(Box::<MaybeUninit<utimer_timer_list>>::new_uninit())
+            .cast::<utimer_timer_list>();
+        let (addr, arg) = (p as usize, arg as usize);
+        let timer = u.sys.timer_with_flags(flags, move |_| {
+            // SAFETY: the handle is initialized before it is returned (so
+            // before any arm), and freed only after the callback can no
+            // longer run (`utimer_timer_free`); `f` and `arg` are the C
+            // caller's, promised callable from a worker.
+            unsafe { f(addr as *mut utimer_timer_list, arg as *mut c_void) }
+        });
+        // SAFETY: `p` is a fresh, unaliased allocation for this type.
+        unsafe { p.write(utimer_timer_list { timer }) };
+        Ok(p)
+    })
+}
+
+/// Runs `f` on the timer behind `t`, mapping its answer to 1 / 0 and its
+/// error to `errno`.
+fn with_timer(
+    t: *const utimer_timer_list,
+    f: impl FnOnce(&Timer) -> Result<bool, TimerError>,
+) -> c_int {
+    guard(-1, || {
+        // SAFETY: every export that calls this documents that `t` is NULL
+        // or a live handle from `utimer_timer_setup`.
+        let t = unsafe { handle(t) }?;
+        f(&t.timer).map(int).map_err(errno)
+    })
+}
+
+/// Arms or re-arms `t` to fire at tick `expires` (see [`utimer_jiffies`](crate::utimer_jiffies)): the
+/// kernel's `mod_timer()`. Re-arming within the same wheel bucket takes no
+/// lock. Returns 1 if it was pending, 0 if not, -1 with `errno = EINVAL`
+/// (NULL, or its system is closed).
+///
+/// # Safety
+/// `t` is NULL or a live handle from `utimer_timer_setup`.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_mod_timer(t: *mut utimer_timer_list, expires: u64) -> c_int {
+    with_timer(t, |t| t.modify(expires))
+}
+
+/// Re-arms `t` to `expires` only if it is pending: the kernel's
+/// `mod_timer_pending()`. Returns 1 if it was (and is re-armed), 0 if not,
+/// -1 with `errno = EINVAL`.
+///
+/// # Safety
+/// `t` is NULL or a live handle from `utimer_timer_setup`.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_mod_timer_pending(
+    t: *mut utimer_timer_list,
+    expires: u64,
+) -> c_int {
+    with_timer(t, |t| t.modify_pending(expires))
+}
+
+/// Arms `t` at `expires`, or moves it earlier if it is pending later: the
+/// kernel's `timer_reduce()`. Returns 1 if it was pending, 0 if not, -1
+/// with `errno = EINVAL`.
+///
+/// # Safety
+/// `t` is NULL or a live handle from `utimer_timer_setup`.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_timer_reduce(t: *mut utimer_timer_list, expires: u64) -> c_int {
+    with_timer(t, |t| t.reduce(expires))
+}
+
+/// Cancels `t` without waiting for a running callback: the kernel's
+/// `timer_delete()` / `del_timer()`. Returns 1 if it was pending, 0 if not
+/// (also once its system is closed), -1 with `errno = EINVAL` for NULL.
+///
+/// # Safety
+/// `t` is NULL or a live handle from `utimer_timer_setup`.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_del_timer(t: *mut utimer_timer_list) -> c_int {
+    with_timer(t, |t| Ok(t.delete()))
+}
+
+/// Cancels `t` and waits until its callback is not running anywhere: the
+/// kernel's `timer_delete_sync()` / `del_timer_sync()`. Returns 1 if it
+/// was pending, 0 if not, -1 with `errno`: `EDEADLK` when called from
+/// `t`'s own callback (nothing changes), `EINVAL` for NULL.
+///
+/// # Safety
+/// `t` is NULL or a live handle from `utimer_timer_setup`.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_del_timer_sync(t: *mut utimer_timer_list) -> c_int {
+    with_timer(t, |t| t.delete_sync())
+}
+
+/// Cancels `t` for good (later arms are ignored, also from its own
+/// callback) and waits for a running callback: the kernel's
+/// `timer_shutdown_sync()`. Returns 1 if it was pending, 0 if not, -1
+/// with `errno`: `EDEADLK` from its own callback, `EINVAL` for NULL.
+///
+/// # Safety
+/// `t` is NULL or a live handle from `utimer_timer_setup`.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_timer_shutdown_sync(t: *mut utimer_timer_list) -> c_int {
+    with_timer(t, |t| t.shutdown_sync())
+}
+
+/// Whether `t` is armed: the kernel's `timer_pending()`. 1 or 0; -1 with
+/// `errno = EINVAL` for NULL.
+///
+/// # Safety
+/// `t` is NULL or a live handle from `utimer_timer_setup`.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_timer_pending(t: *const utimer_timer_list) -> c_int {
+    with_timer(t, |t| Ok(t.is_pending()))
+}
+
+/// Cancels `t`, waits for its running callback unless called from that
+/// callback, and frees it. NULL is ignored. After it returns, `t` is gone:
+/// a callback that frees its own timer must not touch `t` afterwards.
+///
+/// # Safety
+/// `t` is NULL or a live handle from `utimer_timer_setup`, not used
+/// afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_timer_free(t: *mut utimer_timer_list) {
+    if t.is_null() {
+        return;
+    }
+    guard((), || {
+        // SAFETY: the caller hands over a live handle made by
+        // `Box::into_raw` in `utimer_timer_setup`.
+        let t = unsafe { Box::from_raw(t) };
+        // From its own callback this refuses to wait (InOwnCallback) and
+        // the drop below defers the free of the timer itself until the
+        // callback returns; elsewhere it waits, so no callback can still
+        // see the handle once it is freed.
+        let _ = t.timer.shutdown_sync();
+        drop(t);
+        Ok(())
+    });
+}

@@ -1,0 +1,184 @@
+/* POSIX timers through the C API: the kernel's semantics, bad input. */
+#define _GNU_SOURCE
+#include "check.h"
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <unistd.h>
+#include <utimer.h>
+
+static atomic_int thread_calls;
+static atomic_int thread_value;
+static atomic_llong thread_at;
+
+static void on_expiry(union sigval v) {
+    atomic_store(&thread_at, now_ns());
+    atomic_store(&thread_value, v.sival_int);
+    atomic_fetch_add(&thread_calls, 1);
+}
+
+static struct itimerspec spec(long value_ns, long interval_ns) {
+    struct itimerspec s;
+    s.it_value.tv_sec = value_ns / 1000000000L;
+    s.it_value.tv_nsec = value_ns % 1000000000L;
+    s.it_interval.tv_sec = interval_ns / 1000000000L;
+    s.it_interval.tv_nsec = interval_ns % 1000000000L;
+    return s;
+}
+
+static long long ns_of(struct timespec t) { return (long long)t.tv_sec * 1000000000LL + t.tv_nsec; }
+
+static void bad_input(utimer_t *u) {
+    struct sigevent none = {0};
+    none.sigev_notify = SIGEV_NONE;
+    int id = -1;
+    ERRNO(utimer_timer_create(NULL, CLOCK_MONOTONIC, &none, &id), -1, EINVAL);
+    ERRNO(utimer_timer_create(u, 12345, &none, &id), -1, EINVAL);
+    ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, &none, NULL), -1, EFAULT);
+    struct sigevent bad = {0};
+    bad.sigev_notify = 77;
+    ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, &bad, &id), -1, EINVAL);
+    struct sigevent badsig = {0};
+    badsig.sigev_notify = SIGEV_SIGNAL;
+    badsig.sigev_signo = 1000;
+    ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, &badsig, &id), -1, EINVAL);
+    struct sigevent nofn = {0};
+    nofn.sigev_notify = SIGEV_THREAD;
+    ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, &nofn, &id), -1, EINVAL);
+
+    CHECK(utimer_timer_create(u, CLOCK_MONOTONIC, &none, &id) == 0);
+    struct itimerspec s = spec(1000000, 0), out;
+    s.it_value.tv_nsec = 1000000000L;
+    ERRNO(utimer_timer_settime(u, id, 0, &s, NULL), -1, EINVAL);
+    s = spec(1000000, 0);
+    s.it_value.tv_sec = -1;
+    ERRNO(utimer_timer_settime(u, id, 0, &s, NULL), -1, EINVAL);
+    s = spec(1000000, 0);
+    ERRNO(utimer_timer_settime(u, id, 2, &s, NULL), -1, EINVAL);
+    ERRNO(utimer_timer_settime(u, id, 0, NULL, NULL), -1, EINVAL);
+    ERRNO(utimer_timer_gettime(u, id, NULL), -1, EFAULT);
+    ERRNO(utimer_timer_fd(u, id), -1, EINVAL);
+    ERRNO(utimer_timer_gettime(u, id + 100000, &out), -1, EINVAL);
+    ERRNO(utimer_timer_gettime(u, -1, &out), -1, EINVAL);
+    ERRNO(utimer_timer_getoverrun(NULL, id), -1, EINVAL);
+    CHECK(utimer_timer_delete(u, id) == 0);
+    ERRNO(utimer_timer_delete(u, id), -1, EINVAL);
+    ERRNO(utimer_timer_settime(u, id, 0, &s, NULL), -1, EINVAL);
+    ERRNO(utimer_timer_gettime(u, id, &out), -1, EINVAL);
+}
+
+static void sigev_none(utimer_t *u) {
+    struct sigevent none = {0};
+    none.sigev_notify = SIGEV_NONE;
+    int id;
+    CHECK(utimer_timer_create(u, CLOCK_MONOTONIC, &none, &id) == 0);
+    struct itimerspec s = spec(100000000L, 100000000L), old, cur;
+    CHECK(utimer_timer_settime(u, id, 0, &s, &old) == 0);
+    CHECK(ns_of(old.it_value) == 0 && ns_of(old.it_interval) == 0);
+    CHECK(utimer_timer_gettime(u, id, &cur) == 0);
+    CHECK(ns_of(cur.it_value) > 0 && ns_of(cur.it_value) <= 100000000LL);
+    CHECK(ns_of(cur.it_interval) == 100000000LL);
+    CHECK(utimer_timer_getoverrun(u, id) == 0);
+    /* A zero value disarms and returns the old setting. */
+    struct itimerspec zero = spec(0, 5000000);
+    CHECK(utimer_timer_settime(u, id, 0, &zero, &old) == 0);
+    CHECK(ns_of(old.it_interval) == 100000000LL);
+    CHECK(utimer_timer_gettime(u, id, &cur) == 0);
+    CHECK(ns_of(cur.it_value) == 0);
+    CHECK(utimer_timer_delete(u, id) == 0);
+}
+
+static void sigev_thread(utimer_t *u) {
+    struct sigevent ev = {0};
+    ev.sigev_notify = SIGEV_THREAD;
+    ev.sigev_notify_function = on_expiry;
+    ev.sigev_value.sival_int = 4242;
+    int id;
+    CHECK(utimer_timer_create(u, CLOCK_MONOTONIC, &ev, &id) == 0);
+    struct itimerspec s = spec(10000000L, 0);
+    long long armed = now_ns();
+    CHECK(utimer_timer_settime(u, id, 0, &s, NULL) == 0);
+    for (int i = 0; i < 400 && atomic_load(&thread_calls) == 0; i++) sleep_ms(5);
+    CHECK(atomic_load(&thread_calls) == 1);
+    CHECK(atomic_load(&thread_value) == 4242);
+    CHECK(atomic_load(&thread_at) - armed >= 10000000LL); /* never early */
+    sleep_ms(30);
+    CHECK(atomic_load(&thread_calls) == 1); /* one-shot fires once */
+    CHECK(utimer_timer_delete(u, id) == 0);
+}
+
+static void sigev_fd(utimer_t *u) {
+    struct sigevent ev = {0};
+    ev.sigev_notify = UTIMER_SIGEV_FD;
+    int id;
+    CHECK(utimer_timer_create(u, CLOCK_MONOTONIC, &ev, &id) == 0);
+    int fd = utimer_timer_fd(u, id);
+    CHECK(fd >= 0);
+    struct itimerspec s = spec(5000000L, 5000000L);
+    CHECK(utimer_timer_settime(u, id, 0, &s, NULL) == 0);
+    struct pollfd p = {fd, POLLIN, 0};
+    CHECK(poll(&p, 1, 2000) == 1);
+    uint64_t n = 0;
+    CHECK(read(fd, &n, sizeof n) == sizeof n);
+    CHECK(n >= 1);
+    CHECK(utimer_timer_delete(u, id) == 0);
+}
+
+static void default_sigevent(utimer_t *u) {
+    /* SIGALRM is blocked in every thread (main blocked it before
+     * utimer_open, so the workers inherited the mask). */
+    int id;
+    CHECK(utimer_timer_create(u, CLOCK_MONOTONIC, NULL, &id) == 0);
+    struct itimerspec s = spec(10000000L, 0);
+    CHECK(utimer_timer_settime(u, id, 0, &s, NULL) == 0);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGALRM);
+    siginfo_t info;
+    struct timespec wait = {5, 0};
+    CHECK(sigtimedwait(&set, &info, &wait) == SIGALRM);
+    CHECK(info.si_value.sival_int == id);
+    CHECK(utimer_timer_delete(u, id) == 0);
+}
+
+static void abstime(utimer_t *u) {
+    struct sigevent none = {0};
+    none.sigev_notify = SIGEV_NONE;
+    int id;
+    CHECK(utimer_timer_create(u, CLOCK_REALTIME, &none, &id) == 0);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct itimerspec s = {{0, 0}, {now.tv_sec + 60, now.tv_nsec}}, cur;
+    CHECK(utimer_timer_settime(u, id, UTIMER_TIMER_ABSTIME, &s, NULL) == 0);
+    CHECK(utimer_timer_gettime(u, id, &cur) == 0);
+    CHECK(cur.it_value.tv_sec >= 58 && cur.it_value.tv_sec <= 60);
+    CHECK(utimer_timer_delete(u, id) == 0);
+}
+
+int main(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGALRM);
+    CHECK(pthread_sigmask(SIG_BLOCK, &set, NULL) == 0);
+    ERRNO(utimer_open(100000), 0, EINVAL);
+    utimer_t *u = utimer_open(2);
+    CHECK(u != NULL);
+    CHECK(utimer_workers(u) == 2);
+    bad_input(u);
+    sigev_none(u);
+    sigev_thread(u);
+    sigev_fd(u);
+    default_sigevent(u);
+    abstime(u);
+    /* Closing with timers still existing deletes them. */
+    struct sigevent none = {0};
+    none.sigev_notify = SIGEV_NONE;
+    int id;
+    CHECK(utimer_timer_create(u, CLOCK_MONOTONIC, &none, &id) == 0);
+    utimer_close(u);
+    utimer_close(NULL);
+    puts("posix: ok");
+    return 0;
+}
