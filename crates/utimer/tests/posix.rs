@@ -544,3 +544,40 @@ proptest! {
         }
     }
 }
+
+/// `timer_create_with` makes the notification from the new ID (POSIX's
+/// default sigevent: `SIGALRM` with the ID as `si_value`), and a bad
+/// notification made that way is refused without leaving a timer behind.
+#[test]
+fn create_with_sees_the_new_id() {
+    let (sys, clock) = manual();
+    let seen = Arc::new(AtomicUsize::new(usize::MAX));
+    let s = seen.clone();
+    let id = sys
+        .timer_create_with(ClockId::Monotonic, |id| {
+            let raw = id.raw() as usize;
+            Notify::Callback(Arc::new(move |fired| {
+                assert_eq!(fired.raw() as usize, raw);
+                s.store(raw, SeqCst);
+            }))
+        })
+        .unwrap();
+    sys.timer_settime(id, false, ItimerSpec::once(MS)).unwrap();
+    advance(&sys, &clock, 2);
+    assert_eq!(seen.load(SeqCst), id.raw() as usize);
+    let mut made = None;
+    let bad = sys.timer_create_with(ClockId::Monotonic, |id| {
+        made = Some(id);
+        Notify::Signal {
+            signo: 0,
+            value: 0,
+            thread: None,
+        }
+    });
+    assert_eq!(bad, Err(TimerError::InvalidArgument));
+    assert_eq!(
+        sys.timer_gettime(made.expect("called")),
+        Err(TimerError::NoSuchTimer),
+        "the refused timer's ID names nothing"
+    );
+}
