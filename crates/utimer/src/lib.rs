@@ -63,13 +63,16 @@ pub mod wheel;
 
 pub use base::{BaseKind, BaseStats};
 pub use error::TimerError;
-pub use hrtimer::{HrFire, HrRestart, HrStats, HrTimer};
+pub use hrtimer::{HrBaseInfo, HrFire, HrRestart, HrStats, HrTimer};
 pub use migration::{GroupInfo, MigrationStats, Topology};
 #[cfg(not(loom))]
 pub use posix::{ItimerSpec, Notify, TimerId};
 #[cfg(not(loom))]
 pub use runtime::Runtime;
-pub use system::{Builder, EnterGuard, Interrupter, SleepOutcome, Sleeper, TimerSystem, Worker};
+pub use system::{
+    Builder, EnterGuard, Interrupter, SleepOutcome, Sleeper, TimerList, TimerSystem, WheelBaseInfo,
+    Worker, WorkerTimers,
+};
 pub use time::{Clock, ClockId, Expiry};
 pub use timer::{Timer, TimerFlags};
 

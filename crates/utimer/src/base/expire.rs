@@ -99,7 +99,9 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> Expired {
         }
         drop(guard);
 
+        super::trace::timer_expire_entry(ptr.addr().get(), base.worker(), now);
         let panicked = call(t).map_err(|payload| report_panic(base, &*payload));
+        super::trace::timer_expire_exit(ptr.addr().get(), base.worker());
         ran += 1;
 
         guard = base.lock();

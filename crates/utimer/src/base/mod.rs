@@ -75,6 +75,7 @@ mod expire;
 mod hotplug;
 mod stats;
 mod table;
+mod trace;
 
 pub(crate) use expire::{in_callback, run_expired, running_here};
 pub(crate) use hotplug::Hotplug;
@@ -428,6 +429,12 @@ impl<'a> BaseGuard<'a> {
     #[inline(always)]
     pub(crate) fn enqueue(&mut self, t: TimerRef<'_>, pos: Position, expires: u64) {
         let key = self.wheel.insert_at(pos, TimerPtr(t.ptr()));
+        trace::timer_start(
+            t.ptr().addr().get(),
+            self.base.worker(),
+            expires,
+            pos.expiry,
+        );
         let locked = self.locked();
         t.get().set_key(key.slot(), &locked);
         t.get().state.queue(expires, pos.idx, &locked);
@@ -478,6 +485,7 @@ impl<'a> BaseGuard<'a> {
         debug_assert_eq!(removed, Some(TimerPtr(t.ptr())));
         let running = self.base.is_running(t);
         timer.state.detach(running, &locked);
+        trace::timer_cancel(t.ptr().addr().get(), self.base.worker());
         true
     }
 

@@ -218,6 +218,7 @@ pub(crate) fn dequeue(g: &mut HrGuard<'_>, e: &HrEntry) -> Option<Arc<HrEntry>> 
         return None;
     }
     e.handle.store(NOT_QUEUED, Relaxed);
+    super::trace::hrtimer_cancel(e.addr().addr());
     g.queue.remove(Handle::from_index(h))
 }
 
@@ -237,6 +238,7 @@ pub(crate) fn enqueue(
         e.soft.store(soft, Relaxed);
         e.hard.store(hard, Relaxed);
         g.queue.update(Handle::from_index(h), soft, hard);
+        super::trace::hrtimer_start(e.addr().addr(), base.worker(), base.clock, soft, hard);
     } else {
         place(g, own.unwrap_or_else(|| e.clone()), soft, hard);
     }
@@ -250,6 +252,8 @@ pub(crate) fn place(g: &mut HrGuard<'_>, e: Arc<HrEntry>, soft: u64, hard: u64) 
     let h = g.queue.insert(soft, hard, e);
     if let Some(e) = g.queue.get(h) {
         e.handle.store(h.index(), Relaxed);
+        let b = g.base;
+        super::trace::hrtimer_start(e.addr().addr(), b.worker(), b.clock, soft, hard);
     }
 }
 

@@ -79,7 +79,9 @@ pub(crate) fn run_expired(
         drop(g);
 
         let outer = CURRENT.with(|c| c.replace(entry.addr()));
+        super::trace::hrtimer_expire_entry(entry.addr().addr(), base.worker(), now);
         let result = catch_unwind(AssertUnwindSafe(|| (entry.callback)(&mut fire)));
+        super::trace::hrtimer_expire_exit(entry.addr().addr(), base.worker());
         CURRENT.with(|c| c.set(outer));
         ran += 1;
         let (restart, panicked) = match result {

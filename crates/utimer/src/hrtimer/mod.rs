@@ -88,6 +88,7 @@ mod entry;
 mod expire;
 pub(crate) mod queue;
 mod timer;
+mod trace;
 
 pub(crate) use entry::forward_expiry;
 pub use entry::{HrFire, HrRestart};
@@ -108,6 +109,22 @@ pub(crate) const CLOCKS: usize = 3;
 pub struct HrStats {
     /// Timers queued now.
     pub pending: usize,
+    /// Callbacks run so far.
+    pub fired: u64,
+    /// Callbacks that panicked (caught).
+    pub panicked: u64,
+}
+
+/// One hrtimer base in a [`TimerList`](crate::TimerList) snapshot (the
+/// kernel's `/proc/timer_list` "clock" section).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct HrBaseInfo {
+    /// The base's clock.
+    pub clock: ClockId,
+    /// Timers queued.
+    pub pending: usize,
+    /// The first hard expiry, nanoseconds of `clock`.
+    pub next_expiry_ns: Option<u64>,
     /// Callbacks run so far.
     pub fired: u64,
     /// Callbacks that panicked (caught).
@@ -224,6 +241,25 @@ impl HrTable {
             s.panicked += g.panicked;
         }
         s
+    }
+
+    /// Each of `worker`'s bases (one per clock, in [`ClockId::ALL`] order):
+    /// its clock, queued timers, first hard expiry (ns of that clock) and
+    /// counters, each base read under its lock.
+    pub(crate) fn base_infos(&self, worker: usize) -> Vec<HrBaseInfo> {
+        self.worker_bases(worker)
+            .iter()
+            .map(|b| {
+                let g = b.lock();
+                HrBaseInfo {
+                    clock: b.clock,
+                    pending: g.queue.len(),
+                    next_expiry_ns: g.queue.first().map(|(_, hard)| hard),
+                    fired: g.fired,
+                    panicked: g.panicked,
+                }
+            })
+            .collect()
     }
 
     /// Hot-plug: closes `worker`'s bases, waits for a run in progress, and

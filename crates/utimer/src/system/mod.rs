@@ -18,10 +18,12 @@ mod builder;
 mod hr;
 mod shutdown;
 mod sleep;
+mod timer_list;
 mod worker;
 
 pub use builder::Builder;
 pub use sleep::{Interrupter, SleepOutcome, Sleeper};
+pub use timer_list::{TimerList, WheelBaseInfo, WorkerTimers};
 pub use worker::Worker;
 
 use crate::base::{BaseKind, BaseStats, Bases, Binding};
