@@ -491,7 +491,9 @@ impl Axis {
     }
 
     fn label(&self, t: f64) -> String {
-        if self.log {
+        if t == 0.0 && !self.log {
+            "0".to_string()
+        } else if self.log {
             let v = 10f64.powf(t.round());
             if v >= 1e6 {
                 format!("{v:.0e}")
