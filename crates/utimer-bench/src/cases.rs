@@ -197,6 +197,7 @@ fn expiry<'a, P: TimerPeer + 'a>(n: usize) -> Contender<'a> {
                         .count()
                 });
                 if fired != handles.len() {
+                    crate::progress::clear();
                     eprintln!(
                         "warning: {}: expiry run fired {fired} of {} timers",
                         P::NAME,

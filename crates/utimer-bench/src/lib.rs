@@ -46,6 +46,8 @@ static GLOBAL: alloc::Counting = alloc::Counting;
 
 mod cases;
 pub mod peers;
+pub mod plot;
+mod progress;
 mod report;
 mod threads;
 
@@ -57,6 +59,7 @@ mod seed003_costs;
 mod seed003_latency;
 mod seed004;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -65,15 +68,44 @@ pub use report::Record;
 /// Options of `utimer bench`.
 #[derive(Debug, Default, Clone)]
 pub struct Options {
+    /// Fewer repetitions and smaller fills.
     pub quick: bool,
+    /// Where to write every [`Record`] as a JSON array.
     pub json: Option<PathBuf>,
+    /// Only the cases whose `group/case` contains this.
     pub filter: Option<String>,
+    /// Where to write the SVG charts and their `index.html` ([`plot`]).
+    pub plot: Option<PathBuf>,
 }
 
-/// Runs the whole suite (or the filtered part of it).
+/// The groups of a full run, in run order: the progress line counts them.
+pub const GROUPS: &[&str] = &[
+    "arm_cancel",
+    "rearm",
+    "expiry",
+    "next_expiry",
+    "arm_cancel_pending",
+    "memory",
+    "wheel",
+    "threads",
+    "seed002",
+    "seed000",
+    "seed004",
+    "seed003-lookup",
+    "seed003-workload2025",
+    "seed003-costs",
+    "seed003-latency",
+    "latency",
+];
+
+/// Runs the whole suite (or the filtered part of it); prints the tables to
+/// stdout, the progress line to stderr when that is a terminal, and writes
+/// the JSON file and the charts the options ask for.
 pub fn run(opts: &Options) -> Result<(), String> {
     let mut r = Runner::new(opts);
     report::print_machine(&r);
+    let total = opts.filter.is_none().then_some(GROUPS.len());
+    progress::start(std::io::stderr().is_terminal(), total);
     cases::run_all(&mut r);
     threads::run_all(&mut r);
     seed002::run(&mut r);
@@ -81,6 +113,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
     seed004::run(&mut r);
     seed003::run(&mut r);
     latency::run(&mut r);
+    progress::finish();
     if r.records.is_empty() {
         return Err(match &opts.filter {
             Some(f) => format!("no case matches the filter `{f}`"),
@@ -96,6 +129,15 @@ pub fn run(opts: &Options) -> Result<(), String> {
         report::write_json(path, &r.records)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         println!("wrote {}", path.display());
+    }
+    if let Some(dir) = &opts.plot {
+        let files = plot::write_all(dir, &r.records)
+            .map_err(|e| format!("cannot write the charts to {}: {e}", dir.display()))?;
+        println!(
+            "wrote {} charts and {}",
+            files.len(),
+            dir.join("index.html").display()
+        );
     }
     Ok(())
 }
@@ -254,6 +296,7 @@ impl Runner {
         if self.current_group.as_deref() != Some(group) {
             self.current_group = Some(group.to_string());
             report::print_group(group, about);
+            progress::group(group);
         }
     }
 
@@ -273,6 +316,7 @@ impl Runner {
         if !self.wants(group, case) {
             return;
         }
+        progress::case(group, case);
         let contenders = build();
         let results = match schedule {
             Schedule::Interleaved => self.run_interleaved(contenders),

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{Outcome, Runner};
+use super::{progress, Outcome, Runner};
 
 /// One row: a measured timing, a measured value, or a skip.
 #[derive(Clone, Debug, Serialize)]
@@ -142,7 +142,7 @@ impl Record {
     }
 }
 
-fn fmt_num(v: f64) -> String {
+pub(crate) fn fmt_num(v: f64) -> String {
     if v != 0.0 && v.abs() < 0.01 {
         format!("{v:.1e}")
     } else if v.abs() >= 100.0 {
@@ -182,6 +182,7 @@ pub fn print_machine(r: &Runner) {
 
 /// Prints a group heading.
 pub fn print_group(group: &str, about: &str) {
+    progress::clear();
     println!("\n== {group} ==");
     for line in about.lines() {
         println!("   {line}");
@@ -190,11 +191,19 @@ pub fn print_group(group: &str, about: &str) {
 
 /// Prints an explanation line.
 pub fn print_note(group: &str, text: &str) {
+    progress::clear();
     println!("   [{group}] note: {text}");
+    progress::redraw(false);
 }
 
 /// Prints one case's table.
 pub fn print_case(case: &str, records: &[Record]) {
+    progress::clear();
+    write_case(case, records);
+    progress::redraw(true);
+}
+
+fn write_case(case: &str, records: &[Record]) {
     let unit = records
         .iter()
         .find(|r| r.skipped.is_none())

@@ -204,6 +204,7 @@ fn fmt_pct(v: f64) -> String {
 }
 
 fn print_table(w: &Workload, before: &Counts, after: &Counts) {
+    crate::progress::clear();
     println!("\n  {}: {}", w.name, w.describe);
     println!(
         "    {:<9} {:>12} {:>10}   {:>12} {:>10}",
@@ -332,6 +333,7 @@ pub fn run(r: &mut Runner) {
         let before = run_workload(&w, Check::ExpiryUnchanged);
         let after = run_workload(&w, Check::SameBucket);
         print_table(&w, &before, &after);
+        crate::progress::redraw(true);
         let recs = records(r, &w, &before, &after);
         r.push_records(recs);
     }

@@ -2,19 +2,23 @@
 //!
 //! `bench` measures utimer side by side with the timer facilities people
 //! use instead (tokio's timer, tokio-util's `DelayQueue`, a binary heap, a
-//! `BTreeMap`, POSIX timers and `timerfd`). The cases, the peers and the
-//! methodology live in the `utimer-bench` library crate, which the
-//! Criterion benches use too; this is the front end. `sim` runs the pull
-//! model's deterministic simulator (`utimer::sim`, front end in `sim.rs`).
+//! `BTreeMap`, POSIX timers and `timerfd`). The cases, the peers, the
+//! methodology and the SVG charts live in the `utimer-bench` library crate,
+//! which the Criterion benches use too; this is the front end. `sim` runs
+//! the pull model's deterministic simulator (`utimer::sim`, front end in
+//! `sim.rs`).
 //!
-//! Argument parsing is done by hand: the surface is four flags, and a parser
-//! dependency would cost more build time than it saves. Usage errors print a
-//! message and the usage text to stderr and exit with status 2.
+//! Arguments are parsed with clap (derive). A usage error prints clap's
+//! message to stderr and exits with status 2; `--help` and `help` print to
+//! stdout and exit with 0.
 
 mod sim;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+use clap::builder::NonEmptyStringValueParser;
+use clap::{Args, Parser, Subcommand};
 use utimer_bench as bench;
 
 /// The memory case counts the measuring thread's allocations; only a
@@ -22,196 +26,178 @@ use utimer_bench as bench;
 #[global_allocator]
 static GLOBAL: bench::alloc::Counting = bench::alloc::Counting;
 
-const USAGE: &str = "\
-utimer: kernel-grade timers for user space (command line tool)
+/// utimer: kernel-grade timers for user space (command line tool)
+#[derive(Debug, Parser)]
+#[command(
+    name = "utimer",
+    version,
+    arg_required_else_help = true,
+    max_term_width = 100
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-Usage:
-    utimer <COMMAND> [OPTIONS]
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Benchmark utimer against tokio, DelayQueue, BinaryHeap, BTreeMap,
+    /// POSIX timers and timerfd
+    #[command(after_help = BENCH_AFTER_HELP)]
+    Bench(BenchArgs),
+    /// Simulate the pull model with virtual workers and time
+    #[command(after_help = sim::AFTER_HELP)]
+    Sim(sim::SimArgs),
+}
 
-Commands:
-    bench     Benchmark utimer against tokio, DelayQueue, BinaryHeap, BTreeMap,
-              POSIX timers and timerfd
-    sim       Simulate the pull model with virtual workers and time
-    help      Print this message
-
-Options:
-    -h, --help      Print help (`utimer bench --help` for the bench options)
-";
-
-const BENCH_USAGE: &str = "\
-utimer bench: compare utimer with the timer facilities people use today
-
-Usage:
-    utimer bench [--quick] [--json FILE] [--filter SUBSTR]
-
-Options:
-    --quick            Fewer repetitions and smaller fills (the whole run stays
-                       under a minute on a 2-core machine); 1M instead of 10M
-                       pending timers in the large-fill case
-    --json FILE        Also write every result as a JSON array to FILE
-    --filter SUBSTR    Only run the cases whose \"group/case\" contains SUBSTR
-                       (case-sensitive; e.g. `arm_cancel`, `seed002`, `memory`)
-    -h, --help         Print this message
-
+const BENCH_AFTER_HELP: &str = "\
 Each table shows, per case, one row per implementation: the median
 nanoseconds per operation over the repetitions, the 10th and 90th
 percentiles, and the ratio to the utimer row (2.00x = twice utimer's time).
-";
+When stderr is a terminal, one updating line there tells which group and
+case is running and how many groups are done.";
 
-/// A usage error: printed with the relevant usage text, exit status 2.
-struct UsageError {
-    message: String,
-    usage: &'static str,
+/// `utimer bench`'s options: compare utimer with the timer facilities
+/// people use today.
+#[derive(Debug, Args)]
+struct BenchArgs {
+    /// Fewer repetitions and smaller fills (the whole run stays under a
+    /// minute on a 2-core machine); 1M instead of 10M pending timers in the
+    /// large-fill case
+    #[arg(long)]
+    quick: bool,
+    /// Also write every result as a JSON array to FILE
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Only run the cases whose "group/case" contains SUBSTR (case-sensitive;
+    /// e.g. `arm_cancel`, `seed002`, `memory`)
+    #[arg(long, value_name = "SUBSTR", value_parser = NonEmptyStringValueParser::new())]
+    filter: Option<String>,
+    /// Also draw the results as SVG charts into DIR (created if missing):
+    /// one file per chart and an index.html that shows them all
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
 }
 
-fn usage_error(message: impl Into<String>, usage: &'static str) -> UsageError {
-    UsageError {
-        message: message.into(),
-        usage,
-    }
-}
-
-/// What the command line asked for.
-enum Command {
-    Help(&'static str),
-    Bench(bench::Options),
-    Sim(sim::SimOptions),
-}
-
-fn parse(args: &[String]) -> Result<Command, UsageError> {
-    let Some((first, rest)) = args.split_first() else {
-        return Err(usage_error("no command given", USAGE));
-    };
-    match first.as_str() {
-        "-h" | "--help" | "help" => Ok(Command::Help(USAGE)),
-        "bench" => parse_bench(rest),
-        "sim" => sim::parse(rest)
-            .map(Command::Sim)
-            .map_err(|m| usage_error(m, sim::USAGE)),
-        other if other.starts_with('-') => {
-            Err(usage_error(format!("unknown option `{other}`"), USAGE))
-        }
-        other => Err(usage_error(format!("unknown command `{other}`"), USAGE)),
-    }
-}
-
-fn parse_bench(args: &[String]) -> Result<Command, UsageError> {
-    let mut opts = bench::Options::default();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        // Accept both `--flag VALUE` and `--flag=VALUE`.
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = |name: &str| -> Result<String, UsageError> {
-            let v = match inline.clone() {
-                Some(v) => Some(v),
-                None => it.next().cloned(),
-            };
-            match v {
-                Some(v) if !v.is_empty() => Ok(v),
-                _ => Err(usage_error(format!("`{name}` needs a value"), BENCH_USAGE)),
-            }
-        };
-        match flag {
-            "-h" | "--help" => return Ok(Command::Help(BENCH_USAGE)),
-            "--quick" if inline.is_none() => opts.quick = true,
-            "--json" => opts.json = Some(PathBuf::from(value("--json")?)),
-            "--filter" => opts.filter = Some(value("--filter")?),
-            "--quick" => {
-                return Err(usage_error("`--quick` takes no value", BENCH_USAGE));
-            }
-            other if other.starts_with('-') => {
-                return Err(usage_error(
-                    format!("unknown option `{other}`"),
-                    BENCH_USAGE,
-                ));
-            }
-            other => {
-                return Err(usage_error(
-                    format!("unexpected argument `{other}`"),
-                    BENCH_USAGE,
-                ));
-            }
+impl From<BenchArgs> for bench::Options {
+    fn from(a: BenchArgs) -> Self {
+        bench::Options {
+            quick: a.quick,
+            json: a.json,
+            filter: a.filter,
+            plot: a.plot,
         }
     }
-    Ok(Command::Bench(opts))
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match parse(&args) {
-        Ok(Command::Help(text)) => {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }
-        Ok(Command::Bench(opts)) => match bench::run(&opts) {
+    // Usage errors exit here with status 2, help and version with 0.
+    match Cli::parse().command {
+        Command::Bench(args) => match bench::run(&args.into()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("utimer bench: error: {e}");
                 ExitCode::FAILURE
             }
         },
-        Ok(Command::Sim(opts)) if opts.help => {
-            print!("{}", sim::USAGE);
-            ExitCode::SUCCESS
-        }
-        Ok(Command::Sim(opts)) => match sim::run(&opts) {
+        Command::Sim(args) => match sim::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("utimer sim: {e}");
                 ExitCode::FAILURE
             }
         },
-        Err(e) => {
-            eprintln!("utimer: error: {}\n", e.message);
-            eprint!("{}", e.usage);
-            ExitCode::from(2)
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::error::ErrorKind;
+    use clap::CommandFactory;
 
-    fn args(s: &[&str]) -> Vec<String> {
-        s.iter().map(|a| a.to_string()).collect()
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("utimer").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
     }
 
     #[test]
     fn parses_bench_flags() {
-        let Ok(Command::Bench(o)) = parse(&args(&[
+        let Ok(Cli {
+            command: Command::Bench(a),
+        }) = parse(&[
             "bench",
             "--quick",
             "--json",
             "out.json",
             "--filter=seed",
-        ])) else {
+            "--plot",
+            "plots",
+        ])
+        else {
             panic!("expected bench");
         };
+        let o = bench::Options::from(a);
         assert!(o.quick);
         assert_eq!(o.json, Some(PathBuf::from("out.json")));
         assert_eq!(o.filter.as_deref(), Some("seed"));
+        assert_eq!(o.plot, Some(PathBuf::from("plots")));
     }
 
     #[test]
     fn rejects_bad_flags() {
-        assert!(parse(&args(&[])).is_err());
-        assert!(parse(&args(&["frobnicate"])).is_err());
-        assert!(parse(&args(&["bench", "--fast"])).is_err());
-        assert!(parse(&args(&["bench", "--json"])).is_err());
-        assert!(parse(&args(&["bench", "--quick=1"])).is_err());
-        assert!(parse(&args(&["bench", "stray"])).is_err());
+        for bad in [
+            &["frobnicate"][..],
+            &["bench", "--fast"],
+            &["bench", "--json"],
+            &["bench", "--json="],
+            &["bench", "--filter="],
+            &["bench", "--plot"],
+            &["bench", "--quick=1"],
+            &["bench", "stray"],
+        ] {
+            let e = parse(bad).expect_err(&format!("{bad:?} should fail"));
+            // Usage errors exit with status 2.
+            assert_eq!(e.exit_code(), 2, "{bad:?}: {e}");
+        }
+        // No command: the help text, on stderr, with status 2.
+        let e = parse(&[]).unwrap_err();
+        assert_eq!(
+            e.kind(),
+            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        );
+        assert_eq!(e.exit_code(), 2);
     }
 
     #[test]
     fn help_anywhere() {
-        assert!(matches!(parse(&args(&["--help"])), Ok(Command::Help(_))));
-        assert!(matches!(
-            parse(&args(&["bench", "--quick", "-h"])),
-            Ok(Command::Help(_))
-        ));
+        for args in [
+            &["--help"][..],
+            &["help"],
+            &["help", "bench"],
+            &["bench", "--quick", "-h"],
+            &["sim", "--help"],
+        ] {
+            let e = parse(args).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::DisplayHelp, "{args:?}");
+            assert_eq!(e.exit_code(), 0);
+        }
+        let help = Cli::command()
+            .find_subcommand_mut("bench")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for flag in [
+            "--quick",
+            "--json <FILE>",
+            "--filter <SUBSTR>",
+            "--plot <DIR>",
+        ] {
+            assert!(help.contains(flag), "{flag} missing from\n{help}");
+        }
     }
 }

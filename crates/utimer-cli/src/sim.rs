@@ -2,88 +2,49 @@
 //! line. With `--workers`, one run; without, the table for 8, 64, 512 and
 //! 1,024 workers.
 
+use clap::{value_parser, Args};
 use utimer::sim::{self, SimConfig, SimReport};
 
-pub(crate) const USAGE: &str = "\
-utimer sim: run the pull model (seed 004) on virtual workers and time
-
-Usage:
-    utimer sim [--workers N] [--nodes N] [--seed N] [--ticks N] [--stall-bound N]
-
-Options:
-    --workers N       Virtual workers (1..=65536); default: a table for 8, 64,
-                      512 and 1,024 workers
-    --nodes N         NUMA nodes they are spread over (default: 1 for 8 workers,
-                      else 8)
-    --seed N          Seed of every random choice (default 1); a failure prints
-                      the seed and tick that reproduce it
-    --ticks N         Simulated 1 ms ticks before the final drain (default 2000)
-    --stall-bound N   Ticks a busy worker may miss before it counts as stalled
-                      (default 2)
-    -h, --help        Print this message
-
+/// Shown after the options by `utimer sim --help`.
+pub(crate) const AFTER_HELP: &str = "\
 After every tick it checks the hierarchy's state words, that every timer
 fires once, never early and on time, and that idle workers wake only for
 their pinned timers or as the last idle worker. It prints hierarchy levels,
 compare-and-swaps and group locks per idle entry and exit (mean and max),
-and timer wake-ups per simulated second.
-";
+and timer wake-ups per simulated second.";
 
-/// `utimer sim`'s options.
-#[derive(Default, Debug)]
-pub(crate) struct SimOptions {
-    pub(crate) help: bool,
-    workers: Option<usize>,
-    nodes: Option<usize>,
+/// `utimer sim`'s options: run the pull model (seed 004) on virtual
+/// workers and time.
+#[derive(Debug, Default, Args)]
+pub(crate) struct SimArgs {
+    /// Virtual workers (1..=65536); default: a table for 8, 64, 512 and 1,024
+    /// workers
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=65_536))]
+    workers: Option<u64>,
+    /// NUMA nodes they are spread over (1..=1024; default: 1 for 8 workers,
+    /// else 8)
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=1_024))]
+    nodes: Option<u64>,
+    /// Seed of every random choice (default 1); a failure prints the seed and
+    /// tick that reproduce it
+    #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// Simulated 1 ms ticks before the final drain (1..=10000000; default
+    /// 2000)
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=10_000_000))]
     ticks: Option<u64>,
+    /// Ticks a busy worker may miss before it counts as stalled (1..=1000;
+    /// default 2)
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=1_000))]
     stall_bound: Option<u64>,
 }
 
-pub(crate) fn parse(args: &[String]) -> Result<SimOptions, String> {
-    let mut o = SimOptions::default();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        if flag == "-h" || flag == "--help" {
-            o.help = true;
-            continue;
-        }
-        let raw = inline
-            .or_else(|| it.next().cloned())
-            .ok_or_else(|| format!("`{flag}` needs a value"))?;
-        let num = |max: u64| -> Result<u64, String> {
-            match raw.parse::<u64>() {
-                Ok(v) if (1..=max).contains(&v) => Ok(v),
-                _ => Err(format!(
-                    "`{flag}` needs a whole number from 1 to {max}, not `{raw}`"
-                )),
-            }
-        };
-        match flag {
-            "--workers" => o.workers = Some(num(65_536)? as usize),
-            "--nodes" => o.nodes = Some(num(1_024)? as usize),
-            "--seed" => {
-                o.seed = Some(
-                    raw.parse()
-                        .map_err(|_| format!("`--seed` needs a number, not `{raw}`"))?,
-                )
-            }
-            "--ticks" => o.ticks = Some(num(10_000_000)?),
-            "--stall-bound" => o.stall_bound = Some(num(1_000)?),
-            other => return Err(format!("unknown option `{other}`")),
-        }
-    }
-    Ok(o)
-}
-
-fn config(o: &SimOptions, workers: usize) -> SimConfig {
+fn config(o: &SimArgs, workers: usize) -> SimConfig {
     SimConfig {
         workers,
-        nodes: o.nodes.unwrap_or(if workers <= 8 { 1 } else { 8 }),
+        nodes: o
+            .nodes
+            .map_or(if workers <= 8 { 1 } else { 8 }, |n| n as usize),
         seed: o.seed.unwrap_or(1),
         ticks: o.ticks.unwrap_or(2_000),
         stall_bound: o.stall_bound.unwrap_or(2),
@@ -113,9 +74,9 @@ fn row(r: &SimReport, nodes: usize) {
     );
 }
 
-pub(crate) fn run(o: &SimOptions) -> Result<(), sim::SimFailure> {
+pub(crate) fn run(o: &SimArgs) -> Result<(), sim::SimFailure> {
     let sizes = match o.workers {
-        Some(w) => vec![w],
+        Some(w) => vec![w as usize],
         None => vec![8, 64, 512, 1024],
     };
     println!(
@@ -157,19 +118,36 @@ pub(crate) fn run(o: &SimOptions) -> Result<(), sim::SimFailure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
 
-    fn args(s: &[&str]) -> Vec<String> {
-        s.iter().map(|a| a.to_string()).collect()
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        sim: SimArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<SimArgs, clap::Error> {
+        Wrap::try_parse_from(std::iter::once("sim").chain(args.iter().copied())).map(|w| w.sim)
     }
 
     #[test]
     fn parses_and_rejects() {
-        let o = parse(&args(&["--workers", "64", "--seed=9", "--ticks", "10"])).unwrap();
+        let o = parse(&["--workers", "64", "--seed=9", "--ticks", "10"]).unwrap();
         assert_eq!((o.workers, o.seed, o.ticks), (Some(64), Some(9), Some(10)));
-        assert!(parse(&args(&["--workers", "0"])).is_err());
-        assert!(parse(&args(&["--workers"])).is_err());
-        assert!(parse(&args(&["--nodes", "x"])).is_err());
-        assert!(parse(&args(&["--frob", "1"])).is_err());
-        assert!(parse(&args(&["-h"])).unwrap().help);
+        assert_eq!(config(&o, 64).nodes, 8);
+        assert_eq!(parse(&["--stall-bound", "3"]).unwrap().stall_bound, Some(3));
+        for bad in [
+            &["--workers", "0"][..],
+            &["--workers", "65537"],
+            &["--workers"],
+            &["--nodes", "x"],
+            &["--seed", "-1"],
+            &["--frob", "1"],
+        ] {
+            let e = parse(bad)
+                .err()
+                .unwrap_or_else(|| panic!("{bad:?} should fail"));
+            assert_eq!(e.exit_code(), 2);
+        }
     }
 }
