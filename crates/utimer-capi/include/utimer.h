@@ -211,7 +211,10 @@ unsigned int utimer_workers(const struct utimer_t *u);
 
 /*
  The current tick of `u`'s clock (the kernel's `jiffies`; 1 ms ticks),
- the unit of the wheel timers' expiries. 0 with `errno = EINVAL` for NULL.
+ the unit of the wheel timers' expiries: the precise monotonic clock,
+ rounded down, so that a timer armed at `utimer_jiffies(u) + n` fires
+ after at least `n - 1` whole ticks, as in the kernel (never before its
+ expiry tick begins). 0 with `errno = EINVAL` for NULL.
 
  # Safety
  `u` is NULL or a live handle.

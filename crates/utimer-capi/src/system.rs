@@ -100,14 +100,17 @@ pub unsafe extern "C" fn utimer_workers(u: *const utimer_t) -> c_uint {
 }
 
 /// The current tick of `u`'s clock (the kernel's `jiffies`; 1 ms ticks),
-/// the unit of the wheel timers' expiries. 0 with `errno = EINVAL` for NULL.
+/// the unit of the wheel timers' expiries: the precise monotonic clock,
+/// rounded down, so that a timer armed at `utimer_jiffies(u) + n` fires
+/// after at least `n - 1` whole ticks, as in the kernel (never before its
+/// expiry tick begins). 0 with `errno = EINVAL` for NULL.
 ///
 /// # Safety
 /// `u` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn utimer_jiffies(u: *const utimer_t) -> u64 {
     // SAFETY: the caller's promise.
-    guard(0, || Ok(unsafe { handle(u) }?.sys.now()))
+    guard(0, || Ok(unsafe { handle(u) }?.sys.now_precise()))
 }
 
 /// `ms` milliseconds as ticks, rounded up (the kernel's
