@@ -108,6 +108,11 @@ impl Sleep {
             a.at = this.handle.ns_of(deadline);
             if a.shared.fired.load(Acquire) < a.at {
                 start(&a.timer, a.at);
+            } else {
+                // Already reached (an earlier deadline than one that
+                // fired): complete now, and keep no later expiry queued.
+                // A callback running right now only wakes the task.
+                let _ = a.timer.try_cancel();
             }
         }
     }
