@@ -28,28 +28,32 @@ fn global() -> &'static Global {
 }
 
 /// How an [`Instant`] becomes nanoseconds of `CLOCK_MONOTONIC` as hrtimers
-/// count them.
+/// count them: one pair of readings, taken when the handle's system is
+/// first used, ties the two, and every conversion adds the distance from
+/// the pair's `Instant`.
 ///
-/// On Linux, `Instant` *is* `CLOCK_MONOTONIC`, but opaquely: so one pair of
-/// readings, the `Instant` first and the nanoseconds second, ties the two.
-/// The second reading is taken a little after the first, so a deadline
-/// converted through the pair lands that little (nanoseconds) *later* than
-/// the true one, never earlier. A manual clock has no such tie: deadlines
-/// are then converted relative to now, at arming time.
+/// On Linux, `Instant` *is* `CLOCK_MONOTONIC`, but opaquely: the pair
+/// reads the `Instant` first and the nanoseconds second, a little later,
+/// so a deadline converted through it lands that little (nanoseconds)
+/// *later* than the true one, never earlier, and the two clocks never
+/// drift apart. With a manual [`Clock`](utimer::Clock) the pair ties the
+/// manual clock's reading at the handle's creation to that `Instant`: an
+/// `Instant` then stands for the manual time it would be had the manual
+/// clock run in real time since, and deadlines are reached by advancing
+/// the manual clock (checks against `Instant::now()` — an already passed
+/// deadline at the first poll, a missed interval tick — still read the
+/// real clock).
 #[derive(Copy, Clone, Debug)]
-pub(crate) enum Anchor {
-    Monotonic { instant: Instant, ns: u64 },
-    Manual,
+pub(crate) struct Anchor {
+    instant: Instant,
+    ns: u64,
 }
 
 impl Anchor {
     fn new(sys: &TimerSystem) -> Anchor {
-        if sys.clock().is_manual() {
-            return Anchor::Manual;
-        }
         let instant = Instant::now();
         let ns = sys.clock_ns(ClockId::Monotonic);
-        Anchor::Monotonic { instant, ns }
+        Anchor { instant, ns }
     }
 }
 
@@ -129,17 +133,10 @@ impl Handle {
     /// `deadline` in ns of the system's `CLOCK_MONOTONIC`, never earlier
     /// than it (see [`Anchor`]).
     pub(crate) fn ns_of(&self, deadline: Instant) -> u64 {
-        let (sys, anchor) = self.parts();
-        match anchor {
-            Anchor::Monotonic { instant, ns } => match deadline.checked_duration_since(instant) {
-                Some(after) => ns.saturating_add(nanos(after)),
-                None => ns.saturating_sub(nanos(instant - deadline)),
-            },
-            Anchor::Manual => {
-                let now = Instant::now();
-                let base = sys.clock_ns(ClockId::Monotonic);
-                base.saturating_add(nanos(deadline.saturating_duration_since(now)))
-            }
+        let Anchor { instant, ns } = self.parts().1;
+        match deadline.checked_duration_since(instant) {
+            Some(after) => ns.saturating_add(nanos(after)),
+            None => ns.saturating_sub(nanos(instant - deadline)),
         }
     }
 
