@@ -1,0 +1,218 @@
+//! [`Handle`]: which timer system drives a future's timer.
+
+use crate::{Interval, Sleep, Timeout};
+use std::future::IntoFuture;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+use utimer::{ClockId, Runtime, TimerSystem};
+
+/// Worker threads of the process-wide default runtime.
+pub const DEFAULT_WORKERS: usize = 1;
+
+/// The process-wide default: a [`Runtime`] of [`DEFAULT_WORKERS`] workers,
+/// started by the first future that needs it, never stopped.
+struct Global {
+    rt: Runtime,
+    anchor: Anchor,
+}
+
+static GLOBAL: OnceLock<Global> = OnceLock::new();
+
+fn global() -> &'static Global {
+    GLOBAL.get_or_init(|| {
+        let rt = Runtime::new(DEFAULT_WORKERS)
+            .expect("utimer-async: cannot start the default utimer runtime");
+        let anchor = Anchor::new(rt.system());
+        Global { rt, anchor }
+    })
+}
+
+/// How an [`Instant`] becomes nanoseconds of `CLOCK_MONOTONIC` as hrtimers
+/// count them: one pair of readings, taken when the handle's system is
+/// first used, ties the two, and every conversion adds the distance from
+/// the pair's `Instant`.
+///
+/// On Linux, `Instant` *is* `CLOCK_MONOTONIC`, but opaquely: the pair
+/// reads the `Instant` first and the nanoseconds second, a little later,
+/// so a deadline converted through it lands that little (nanoseconds)
+/// *later* than the true one, never earlier, and the two clocks never
+/// drift apart. With a manual [`Clock`](utimer::Clock) the pair ties the
+/// manual clock's reading at the handle's creation to that `Instant`: an
+/// `Instant` then stands for the manual time it would be had the manual
+/// clock run in real time since, and deadlines are reached by advancing
+/// the manual clock (checks against `Instant::now()` — an already passed
+/// deadline at the first poll, a missed interval tick — still read the
+/// real clock).
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Anchor {
+    instant: Instant,
+    ns: u64,
+}
+
+impl Anchor {
+    fn new(sys: &TimerSystem) -> Anchor {
+        let instant = Instant::now();
+        let ns = sys.clock_ns(ClockId::Monotonic);
+        Anchor { instant, ns }
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+struct Explicit {
+    sys: Arc<TimerSystem>,
+    anchor: Anchor,
+}
+
+#[derive(Clone)]
+enum Inner {
+    Global,
+    Explicit(Arc<Explicit>),
+}
+
+/// The timer system that drives a future's timer: the counterpart of
+/// `tokio::runtime::Handle` for its time driver.
+///
+/// The free functions ([`sleep`](crate::sleep), [`timeout`](crate::timeout),
+/// [`interval`](crate::interval), …) use the process-wide default,
+/// [`Handle::global`]: a utimer [`Runtime`] of [`DEFAULT_WORKERS`] worker
+/// thread, started lazily by the first future polled, that lives until the
+/// process exits. A `Handle` made from your own system
+/// ([`Handle::new`], [`Handle::from_runtime`]) makes the same futures on
+/// that system instead, through its methods (`handle.sleep(..)`): its timers
+/// fire only while something runs that system's workers (a [`Runtime`], or
+/// your own threads through [`utimer::Worker`]). Cloning is cheap.
+#[derive(Clone)]
+pub struct Handle {
+    inner: Inner,
+}
+
+impl Handle {
+    /// A handle to `sys`. Its timers fire only while `sys`'s workers run
+    /// (see the type's docs).
+    pub fn new(sys: Arc<TimerSystem>) -> Handle {
+        let anchor = Anchor::new(&sys);
+        Handle {
+            inner: Inner::Explicit(Arc::new(Explicit { sys, anchor })),
+        }
+    }
+
+    /// A handle to `rt`'s system ([`Runtime::system_arc`]). The system
+    /// outlives the runtime while the handle lives, but its timers stop
+    /// firing once the runtime is shut down.
+    pub fn from_runtime(rt: &Runtime) -> Handle {
+        Handle::new(rt.system_arc())
+    }
+
+    /// The process-wide default: a [`Runtime`] of [`DEFAULT_WORKERS`]
+    /// worker, started on first use. What the free functions use.
+    pub fn global() -> Handle {
+        Handle {
+            inner: Inner::Global,
+        }
+    }
+
+    fn parts(&self) -> (&TimerSystem, Anchor) {
+        match &self.inner {
+            Inner::Global => {
+                let g = global();
+                (g.rt.system(), g.anchor)
+            }
+            Inner::Explicit(e) => (&e.sys, e.anchor),
+        }
+    }
+
+    /// The timer system behind the handle (starting the default runtime,
+    /// for [`Handle::global`]).
+    pub fn system(&self) -> &TimerSystem {
+        self.parts().0
+    }
+
+    /// `deadline` in ns of the system's `CLOCK_MONOTONIC`, never earlier
+    /// than it (see [`Anchor`]).
+    pub(crate) fn ns_of(&self, deadline: Instant) -> u64 {
+        let Anchor { instant, ns } = self.parts().1;
+        match deadline.checked_duration_since(instant) {
+            Some(after) => ns.saturating_add(nanos(after)),
+            None => ns.saturating_sub(nanos(instant - deadline)),
+        }
+    }
+
+    /// A [`Sleep`] on this handle's system: [`sleep`](crate::sleep).
+    pub fn sleep(&self, duration: Duration) -> Sleep {
+        Sleep::new(self.clone(), deadline_after(duration))
+    }
+
+    /// A [`Sleep`] on this handle's system: [`sleep_until`](crate::sleep_until).
+    pub fn sleep_until(&self, deadline: Instant) -> Sleep {
+        Sleep::new(self.clone(), deadline)
+    }
+
+    /// A [`Timeout`] on this handle's system: [`timeout`](crate::timeout).
+    pub fn timeout<F: IntoFuture>(&self, duration: Duration, future: F) -> Timeout<F::IntoFuture> {
+        Timeout::new(self.clone(), deadline_after(duration), future.into_future())
+    }
+
+    /// A [`Timeout`] on this handle's system: [`timeout_at`](crate::timeout_at).
+    pub fn timeout_at<F: IntoFuture>(
+        &self,
+        deadline: Instant,
+        future: F,
+    ) -> Timeout<F::IntoFuture> {
+        Timeout::new(self.clone(), deadline, future.into_future())
+    }
+
+    /// An [`Interval`] on this handle's system: [`interval`](crate::interval).
+    ///
+    /// # Panics
+    /// If `period` is zero.
+    pub fn interval(&self, period: Duration) -> Interval {
+        Interval::new(self.clone(), Instant::now(), period)
+    }
+
+    /// An [`Interval`] on this handle's system:
+    /// [`interval_at`](crate::interval_at).
+    ///
+    /// # Panics
+    /// If `period` is zero.
+    pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
+        Interval::new(self.clone(), start, period)
+    }
+}
+
+impl Default for Handle {
+    /// [`Handle::global`].
+    fn default() -> Handle {
+        Handle::global()
+    }
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.inner {
+            Inner::Global => f.write_str("Handle(global)"),
+            Inner::Explicit(e) => f
+                .debug_struct("Handle")
+                .field("workers", &e.sys.workers())
+                .finish(),
+        }
+    }
+}
+
+/// About 30 years: where a deadline beyond `Instant`'s range is put (as
+/// tokio does).
+const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// `now + d`, or about 30 years from now if that overflows.
+pub(crate) fn deadline_after(d: Duration) -> Instant {
+    add_or_far(Instant::now(), d)
+}
+
+/// `t + d`, or about 30 years after `t` if that overflows.
+pub(crate) fn add_or_far(t: Instant, d: Duration) -> Instant {
+    t.checked_add(d)
+        .or_else(|| t.checked_add(FAR_FUTURE))
+        .unwrap_or(t)
+}
