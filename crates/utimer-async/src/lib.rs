@@ -96,3 +96,9 @@ pub use timeout::{timeout, timeout_at, Elapsed, Timeout};
 pub mod error {
     pub use crate::timeout::Elapsed;
 }
+
+/// The README's examples (the library, the async front end), compiled and
+/// run as doctests here, where every crate they use is in scope.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
