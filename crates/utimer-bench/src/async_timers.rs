@@ -71,16 +71,26 @@ const FAR: Duration = Duration::from_secs(3600);
 trait Peer: Sized {
     const NAME: &'static str;
     type Fut: Future;
-    fn new() -> Result<Self, String>;
+    fn make() -> Result<Self, String>;
     /// Runs `f` where the crate's futures can be made (tokio: its context).
     fn enter<R>(&self, f: impl FnOnce() -> R) -> R {
         f()
     }
-    fn block_on<F: Future>(&self, f: F) -> F::Output;
+    fn block_on<F: Future>(&self, f: F) -> F::Output {
+        futures::executor::block_on(f)
+    }
     fn sleep(&self, d: Duration) -> Self::Fut;
     fn sleep_until(&self, at: Instant) -> Self::Fut;
     /// Moves a sleep to `at`, which is about `d` from now.
     fn reset(f: Pin<&mut Self::Fut>, at: Instant, d: Duration);
+}
+
+/// A crate's state, its threads started by one 1 ms sleep, outside the
+/// measurements.
+fn ready<P: Peer>() -> Result<P, String> {
+    let p = P::make()?;
+    p.block_on(async { p.sleep(Duration::from_millis(1)).await });
+    Ok(p)
 }
 
 struct UtimerAsync;
@@ -88,14 +98,8 @@ struct UtimerAsync;
 impl Peer for UtimerAsync {
     const NAME: &'static str = "utimer-async";
     type Fut = utimer_async::Sleep;
-    fn new() -> Result<Self, String> {
-        let p = UtimerAsync;
-        // Starts the default runtime outside the measurements.
-        p.block_on(p.sleep(Duration::from_millis(1)));
-        Ok(p)
-    }
-    fn block_on<F: Future>(&self, f: F) -> F::Output {
-        futures::executor::block_on(f)
+    fn make() -> Result<Self, String> {
+        Ok(UtimerAsync)
     }
     fn sleep(&self, d: Duration) -> Self::Fut {
         utimer_async::sleep(d)
@@ -113,10 +117,8 @@ struct Tokio(tokio::runtime::Runtime);
 impl Peer for Tokio {
     const NAME: &'static str = "tokio Sleep";
     type Fut = tokio::time::Sleep;
-    fn new() -> Result<Self, String> {
-        let p = Tokio(super::peers::tokio_sleep::current_thread_runtime()?);
-        p.block_on(async { p.sleep(Duration::from_millis(1)).await });
-        Ok(p)
+    fn make() -> Result<Self, String> {
+        super::peers::tokio_sleep::current_thread_runtime().map(Tokio)
     }
     fn enter<R>(&self, f: impl FnOnce() -> R) -> R {
         let _ctx = self.0.enter();
@@ -142,13 +144,8 @@ struct FuturesTimer;
 impl Peer for FuturesTimer {
     const NAME: &'static str = "futures-timer Delay";
     type Fut = futures_timer::Delay;
-    fn new() -> Result<Self, String> {
-        let p = FuturesTimer;
-        p.block_on(p.sleep(Duration::from_millis(1)));
-        Ok(p)
-    }
-    fn block_on<F: Future>(&self, f: F) -> F::Output {
-        futures::executor::block_on(f)
+    fn make() -> Result<Self, String> {
+        Ok(FuturesTimer)
     }
     fn sleep(&self, d: Duration) -> Self::Fut {
         futures_timer::Delay::new(d)
@@ -166,10 +163,8 @@ struct AsyncIo;
 impl Peer for AsyncIo {
     const NAME: &'static str = "async-io Timer";
     type Fut = async_io::Timer;
-    fn new() -> Result<Self, String> {
-        let p = AsyncIo;
-        p.block_on(p.sleep(Duration::from_millis(1)));
-        Ok(p)
+    fn make() -> Result<Self, String> {
+        Ok(AsyncIo)
     }
     fn block_on<F: Future>(&self, f: F) -> F::Output {
         async_io::block_on(f)
@@ -185,6 +180,11 @@ impl Peer for AsyncIo {
     }
 }
 
+fn sample(elapsed: Duration, n: usize) -> Sample {
+    let ops = n as u64;
+    Sample { elapsed, ops }
+}
+
 /// Polls once with a no-op waker; true if pending.
 #[inline]
 fn poll_once<F: Future>(f: Pin<&mut F>) -> bool {
@@ -194,7 +194,7 @@ fn poll_once<F: Future>(f: Pin<&mut F>) -> bool {
 
 fn create_poll_drop<'a, P: Peer + 'a>() -> Contender<'a> {
     Contender::batched(P::NAME, || {
-        let p = P::new()?;
+        let p = ready::<P>()?;
         Ok(move |n: u64| {
             p.enter(|| {
                 time(|| {
@@ -210,7 +210,7 @@ fn create_poll_drop<'a, P: Peer + 'a>() -> Contender<'a> {
 
 fn reset<'a, P: Peer + 'a>() -> Contender<'a> {
     Contender::batched(P::NAME, || {
-        let p = P::new()?;
+        let p = ready::<P>()?;
         let mut s = p.enter(|| Box::pin(p.sleep(FAR)));
         if !poll_once(s.as_mut()) {
             return Err("a 1 h sleep completed at once".to_string());
@@ -245,22 +245,14 @@ fn rss_trimmed() -> Option<u64> {
     Some(pages * u64::try_from(page).ok()?)
 }
 
-/// What the samples of one crate's `pending` run measured besides time.
-#[derive(Default)]
-struct Mem {
-    /// Net bytes per future counted on this thread (last sample).
-    counted: f64,
-    /// Resident-set growth per future, one per sample.
-    rss: Vec<f64>,
-}
+/// Per crate: net bytes per future counted on this thread (last sample)
+/// and the resident-set growth per future of each sample.
+type Mem = RefCell<Vec<(&'static str, f64, Vec<f64>)>>;
 
-fn pending<'a, P: Peer + 'a>(
-    n: usize,
-    out: &'a RefCell<Vec<(&'static str, Mem)>>,
-) -> Contender<'a> {
+fn pending<'a, P: Peer + 'a>(n: usize, out: &'a Mem) -> Contender<'a> {
     Contender::fixed(P::NAME, move || {
-        let p = P::new()?;
-        out.borrow_mut().push((P::NAME, Mem::default()));
+        let p = ready::<P>()?;
+        out.borrow_mut().push((P::NAME, 0.0, Vec::new()));
         let pause = Duration::from_millis(if n > 200_000 { 100 } else { 20 });
         Ok(move || {
             let mut rng = XorShift::new(0xa5_9c);
@@ -280,25 +272,21 @@ fn pending<'a, P: Peer + 'a>(
             });
             std::thread::sleep(pause);
             let rss1 = rss_trimmed();
-            let mut out = out.borrow_mut();
-            let m = &mut out.last_mut().expect("pushed in set-up").1;
-            m.counted = stats.net() as f64 / n as f64;
-            if let (Some(a), Some(b)) = (rss0, rss1) {
-                m.rss.push(b.saturating_sub(a) as f64 / n as f64);
+            if let Some((_, bytes, rss)) = out.borrow_mut().last_mut() {
+                *bytes = stats.net() as f64 / n as f64;
+                if let (Some(a), Some(b)) = (rss0, rss1) {
+                    rss.push(b.saturating_sub(a) as f64 / n as f64);
+                }
             }
-            drop(out);
             p.enter(|| drop(v));
-            Sample {
-                elapsed,
-                ops: n as u64,
-            }
+            sample(elapsed, n)
         })
     })
 }
 
 fn expire<'a, P: Peer + 'a>(n: usize) -> Contender<'a> {
     Contender::fixed(P::NAME, move || {
-        let p = P::new()?;
+        let p = ready::<P>()?;
         Ok(move || {
             let t0 = Instant::now();
             let done = p.block_on(async {
@@ -310,10 +298,7 @@ fn expire<'a, P: Peer + 'a>(n: usize) -> Contender<'a> {
             });
             let elapsed = t0.elapsed();
             assert_eq!(done, n);
-            Sample {
-                elapsed,
-                ops: n as u64,
-            }
+            sample(elapsed, n)
         })
     })
 }
@@ -321,7 +306,7 @@ fn expire<'a, P: Peer + 'a>(n: usize) -> Contender<'a> {
 /// Lateness of `n` sequential 1 ms sleeps in µs, sorted, and how many
 /// completed before their deadline.
 fn lateness<P: Peer>(n: usize) -> Result<(Vec<f64>, usize), String> {
-    let p = P::new()?;
+    let p = ready::<P>()?;
     let mut early = 0;
     let mut late = p.block_on(async {
         let mut v = Vec::with_capacity(n);
@@ -355,14 +340,9 @@ fn lateness_rows<P: Peer>(r: &Runner, n: usize, rows: &mut Vec<Record>, early: &
             );
         }
         Err(why) => {
-            rows.push(Record::skipped(GROUP, case, P::NAME, mode, &why));
-            early.push(Record::skipped(
-                GROUP,
-                "lateness/early",
-                P::NAME,
-                mode,
-                &why,
-            ));
+            let skip = |case| Record::skipped(GROUP, case, P::NAME, mode, &why);
+            rows.push(skip(case));
+            early.push(skip("lateness/early"));
         }
     }
 }
@@ -380,11 +360,10 @@ macro_rules! all {
 }
 
 pub fn run(r: &mut Runner) {
-    let n_pending = r.pick(100_000, 1_000_000);
-    let n_expire = r.pick(100_000, 1_000_000);
+    let n = r.pick(100_000, 1_000_000); // pending and expire
     let n_late = r.pick(30, 200);
-    let pending_case = format!("pending_{}", human(n_pending));
-    let expire_case = format!("expire_{}", human(n_expire));
+    let pending_case = format!("pending_{}", human(n));
+    let expire_case = format!("expire_{}", human(n));
     let sub = ["create_poll", "bytes_per_future", "rss_per_future"];
     let pending_cases: Vec<String> = sub.iter().map(|s| format!("{pending_case}/{s}")).collect();
     let wants_pending = pending_cases.iter().any(|c| r.wants(GROUP, c));
@@ -409,53 +388,30 @@ pub fn run(r: &mut Runner) {
         let mem = RefCell::new(Vec::new());
         let timing = pending_cases[0].clone();
         // The timing runs (and fills `mem`) even when only memory is wanted.
-        let filter = if r.wants(GROUP, &timing) {
-            None
-        } else {
-            r.filter.take()
-        };
+        let filter = (!r.wants(GROUP, &timing)).then(|| r.filter.take());
         r.case(GROUP, &timing, Schedule::Sequential, || {
-            all!(pending, n_pending, &mem)
+            all!(pending, n, &mem)
         });
-        if filter.is_some() {
-            r.filter = filter;
+        if let Some(f) = filter {
+            r.filter = f;
         }
-        let mode = r.mode();
-        let row = |case: &str, name: &str, v: Option<f64>, unit: &str| match v {
-            Some(v) => Record::value(GROUP, case, name, mode, v, unit).with_ops(n_pending as u64),
-            None => Record::skipped(GROUP, case, name, mode, "not measured"),
+        let (mode, installed) = (r.mode(), alloc::is_installed());
+        let row = |case: &String, name, v: Option<f64>, why: &str| match v {
+            Some(v) => Record::value(GROUP, case, name, mode, v, "B/future").with_ops(n as u64),
+            None => Record::skipped(GROUP, case, name, mode, why),
         };
-        let installed = alloc::is_installed();
-        let mem = mem.into_inner();
-        let counted = mem
-            .iter()
-            .map(|(name, m)| match installed {
-                true => row(&pending_cases[1], name, Some(m.counted), "B/future"),
-                false => Record::skipped(
-                    GROUP,
-                    &pending_cases[1],
-                    name,
-                    mode,
-                    "the counting allocator is not this program's global allocator",
-                ),
-            })
-            .collect();
-        let rss = mem
-            .iter()
-            .map(|(name, m)| {
-                let mut v = m.rss.clone();
-                v.sort_by(f64::total_cmp);
-                row(
-                    &pending_cases[2],
-                    name,
-                    v.get(v.len() / 2).copied(),
-                    "B/future",
-                )
-            })
-            .collect();
-        r.values(GROUP, &pending_cases[1], counted);
-        r.values(GROUP, &pending_cases[2], rss);
-        if r.wants(GROUP, &pending_cases[1]) {
+        let (mut counted, mut rss) = (Vec::new(), Vec::new());
+        let (c1, c2) = (&pending_cases[1], &pending_cases[2]);
+        let unseen = "the counting allocator is not this program's global allocator";
+        for (name, bytes, mut grow) in mem.into_inner() {
+            counted.push(row(c1, name, installed.then_some(bytes), unseen));
+            grow.sort_by(f64::total_cmp);
+            let median = grow.get(grow.len() / 2).copied();
+            rss.push(row(c2, name, median, "/proc/self/statm unreadable"));
+        }
+        r.values(GROUP, c1, counted);
+        r.values(GROUP, c2, rss);
+        if r.wants(GROUP, c1) {
             let inline = format!(
                 "size_of, included in bytes_per_future: utimer-async {} B, tokio {} B, \
                  futures-timer {} B, async-io {} B",
@@ -468,7 +424,7 @@ pub fn run(r: &mut Runner) {
         }
     }
     r.case(GROUP, &expire_case, Schedule::Sequential, || {
-        all!(expire, n_expire)
+        all!(expire, n)
     });
     r.reps = reps;
 
@@ -500,20 +456,10 @@ mod tests {
     fn reset_rows_for_every_crate() {
         let mut r = quick("async/reset");
         run(&mut r);
-        let names: Vec<&str> = r.records.iter().map(|x| x.impl_name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                UtimerAsync::NAME,
-                Tokio::NAME,
-                FuturesTimer::NAME,
-                AsyncIo::NAME
-            ]
-        );
-        assert!(r
-            .records
-            .iter()
-            .all(|x| x.group == GROUP && x.ns_per_op.is_some()));
+        assert_eq!(r.records.len(), 4);
+        for x in &r.records {
+            assert!(x.group == GROUP && x.ns_per_op.is_some(), "{x:?}");
+        }
     }
 
     #[test]
@@ -533,13 +479,11 @@ mod tests {
     fn memory_only_filter_still_measures() {
         let mut r = quick("async/pending_100K/bytes");
         run(&mut r);
-        let bytes: Vec<&Record> = r
+        let bytes = r
             .records
             .iter()
-            .filter(|x| x.case.ends_with("bytes_per_future"))
-            .collect();
-        assert_eq!(bytes.len(), 4);
-        // At least the future itself.
-        assert!(bytes.iter().all(|x| x.value.unwrap() >= 8.0), "{bytes:?}");
+            .filter(|x| x.case.ends_with("bytes_per_future"));
+        // At least the future itself, for every crate.
+        assert_eq!(bytes.filter(|x| x.value >= Some(8.0)).count(), 4);
     }
 }
