@@ -414,7 +414,9 @@ pub fn run(r: &mut Runner) {
         if r.wants(GROUP, c1) {
             let inline = format!(
                 "size_of, included in bytes_per_future: utimer-async {} B, tokio {} B, \
-                 futures-timer {} B, async-io {} B",
+                 futures-timer {} B, async-io {} B; bytes_per_future counts this thread only \
+                 (futures-timer's heap and, at times, async-io's BTreeMap are built by their \
+                 own threads): rss_per_future sees all",
                 size_of::<utimer_async::Sleep>(),
                 size_of::<tokio::time::Sleep>(),
                 size_of::<futures_timer::Delay>(),
