@@ -103,7 +103,7 @@ fn setup<P: TimerPeer>(n: usize, seed: u64) -> Result<State<P>, String> {
     Ok(State { handles, one, p })
 }
 
-fn human(n: usize) -> String {
+pub(crate) fn human(n: usize) -> String {
     match n {
         n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
         n if n >= 1_000 && n % 1_000 == 0 => format!("{}K", n / 1_000),

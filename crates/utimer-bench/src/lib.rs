@@ -44,6 +44,7 @@ pub mod alloc;
 #[global_allocator]
 static GLOBAL: alloc::Counting = alloc::Counting;
 
+mod async_timers;
 mod cases;
 pub mod peers;
 pub mod plot;
@@ -96,6 +97,7 @@ pub const GROUPS: &[&str] = &[
     "seed003-costs",
     "seed003-latency",
     "latency",
+    "async",
 ];
 
 /// Runs the whole suite (or the filtered part of it); prints the tables to
@@ -113,6 +115,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
     seed004::run(&mut r);
     seed003::run(&mut r);
     latency::run(&mut r);
+    async_timers::run(&mut r);
     progress::finish();
     if r.records.is_empty() {
         return Err(match &opts.filter {

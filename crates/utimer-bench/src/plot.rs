@@ -35,8 +35,9 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use crate::report::fmt_num;
 use crate::Record;
 
-/// Groups whose rows are `NAME p50`, `NAME p99`, ... latency statistics.
-const LATENCY_GROUPS: &[&str] = &["latency", "seed003-latency"];
+/// Groups whose rows are `NAME p50`, `NAME p99`, ... latency statistics
+/// (in `async`, only `lateness`: its other cases fall back to bars).
+const LATENCY_GROUPS: &[&str] = &["latency", "seed003-latency", "async"];
 
 /// One chart, before it is drawn.
 #[derive(Clone, Debug, PartialEq)]
