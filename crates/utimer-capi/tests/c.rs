@@ -6,21 +6,28 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// `target/<profile>`, where cargo put this crate's cdylib.
-fn lib_dir() -> PathBuf {
+/// Where cargo put this crate's cdylib for the tests: beside the test
+/// binary (`target/<profile>/deps`; `cargo build` also copies it one level
+/// up, but `cargo test` alone does not).
+fn built_library() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/..")
-        .to_path_buf()
+    let deps = exe.parent().expect("target/<profile>/deps");
+    let candidates = [
+        deps.to_path_buf(),
+        deps.parent().map(Path::to_path_buf).unwrap_or_default(),
+    ];
+    candidates
+        .iter()
+        .map(|d| d.join("libutimer_capi.so"))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("libutimer_capi.so not built next to {}", exe.display()))
 }
 
 fn compile_and_run(name: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let built = lib_dir().join("libutimer_capi.so");
-    assert!(built.exists(), "{} not built", built.display());
+    let built = built_library();
     // Laid out as `make install` does: libutimer.so and its soname.
-    let libs = lib_dir().join(format!("capi-{name}"));
+    let libs = built.parent().expect("dir").join(format!("capi-{name}"));
     std::fs::create_dir_all(&libs).expect("library dir");
     for file in ["libutimer.so", "libutimer.so.0"] {
         std::fs::copy(&built, libs.join(file)).expect("copy the library");
