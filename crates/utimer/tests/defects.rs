@@ -145,3 +145,26 @@ fn the_manual_clock_saturates() {
     clock.set(5);
     assert_eq!(sys.now(), u64::MAX, "never backwards");
 }
+
+/// Workers of two systems registered on one thread and unregistered out
+/// of order leave the thread bound to a system that is then dropped; a
+/// new system (possibly at the same address) must not mistake the thread
+/// for one of its workers: arming there works and lands on a real worker.
+#[test]
+fn a_stale_thread_binding_never_names_a_new_system() {
+    for _ in 0..20 {
+        let a = utimer::TimerSystem::new(2);
+        let wa = a.register_worker(1, || {}).unwrap();
+        let b = utimer::TimerSystem::new(1);
+        let wb = b.register_worker(0, || {}).unwrap();
+        drop(wa); // out of order: restores "none"
+        drop(wb); // restores a's binding, soon stale
+        drop(a);
+        drop(b);
+        let c = utimer::TimerSystem::new(1);
+        assert_eq!(c.current_worker(), 0);
+        let t = c.timer(|_| {});
+        t.modify(5).unwrap();
+        assert!(t.delete());
+    }
+}

@@ -28,7 +28,7 @@ use crate::sync::thread_local;
 use crate::time::TickSource;
 use crate::TimerError;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// Called with the payload of a callback's panic.
@@ -64,11 +64,18 @@ pub(crate) struct Bases {
     hooks: Arc<dyn Hooks>,
     panic_hook: Option<PanicHook>,
     pub(crate) hotplug: super::Hotplug,
+    /// This table's identity for thread bindings: never reused (an address
+    /// could be, by a table allocated after this one is freed, and a
+    /// binding restored out of order could then name the wrong table).
+    id: u64,
 }
 
+/// Table identities; 0 is "none".
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
 thread_local! {
-    /// The table and worker this thread entered, if any.
-    static ENTERED: Cell<(*const Bases, usize)> = Cell::new((std::ptr::null(), 0));
+    /// The table (by id) and worker this thread entered; id 0: none.
+    static ENTERED: Cell<(u64, usize)> = Cell::new((0, 0));
     /// This thread's home worker number (before reduction modulo workers).
     static HOME: Cell<usize> = Cell::new(usize::MAX);
 }
@@ -77,7 +84,7 @@ static NEXT_HOME: AtomicUsize = AtomicUsize::new(0);
 
 /// What [`Bases::enter`] replaced; give it back to [`Bases::leave`].
 #[derive(Copy, Clone, Debug)]
-pub(crate) struct Binding((*const Bases, usize));
+pub(crate) struct Binding((u64, usize));
 
 impl Bases {
     pub(crate) fn new(
@@ -100,6 +107,7 @@ impl Bases {
             hooks,
             panic_hook,
             hotplug: super::Hotplug::new(workers),
+            id: NEXT_ID.fetch_add(1, Relaxed),
         })
     }
 
@@ -176,14 +184,14 @@ impl Bases {
     #[inline]
     pub(crate) fn entered_worker(&self) -> Option<usize> {
         let (table, worker) = ENTERED.with(|e| e.get());
-        std::ptr::eq(table, self).then_some(worker)
+        (table == self.id).then_some(worker)
     }
 
     /// The worker whose bases this thread arms timers on.
     #[inline]
     pub(crate) fn current_worker(&self) -> usize {
         let (table, worker) = ENTERED.with(|e| e.get());
-        if std::ptr::eq(table, self) {
+        if table == self.id {
             return worker;
         }
         let home = HOME.with(|h| {
@@ -199,7 +207,7 @@ impl Bases {
     /// [`leave`](Self::leave) is given the returned binding.
     pub(crate) fn enter(&self, worker: usize) -> Binding {
         debug_assert!(worker < self.workers);
-        Binding(ENTERED.with(|e| e.replace((self, worker))))
+        Binding(ENTERED.with(|e| e.replace((self.id, worker))))
     }
 
     /// Restores the binding that [`enter`](Self::enter) replaced.
