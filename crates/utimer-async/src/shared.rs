@@ -36,6 +36,21 @@ impl Shared {
         }
     }
 
+    /// A first poll's shared state, with `cx`'s waker registered before
+    /// the timer exists (so its first fire finds it), unless `deadline`
+    /// has passed already (`None`: complete at once, allocating nothing).
+    pub(crate) fn for_first_poll(
+        deadline: std::time::Instant,
+        cx: &mut Context<'_>,
+    ) -> Option<std::sync::Arc<Shared>> {
+        if std::time::Instant::now() >= deadline {
+            return None;
+        }
+        let shared = std::sync::Arc::new(Shared::new());
+        shared.waker.register(cx.waker());
+        Some(shared)
+    }
+
     /// The callback: `expiry` fired.
     #[inline]
     pub(crate) fn fire(&self, expiry: u64) {

@@ -121,11 +121,9 @@ impl Sleep {
     /// creates and starts the hrtimer, with the waker registered first.
     #[cold]
     fn arm(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if Instant::now() >= self.deadline {
+        let Some(shared) = Shared::for_first_poll(self.deadline, cx) else {
             return Poll::Ready(());
-        }
-        let shared = Arc::new(Shared::new());
-        shared.waker.register(cx.waker());
+        };
         let s = shared.clone();
         let timer = self
             .handle

@@ -65,11 +65,9 @@ impl Delay {
 
     #[cold]
     fn arm(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if Instant::now() >= self.deadline {
+        let Some(shared) = Shared::for_first_poll(self.deadline, cx) else {
             return Poll::Ready(());
-        }
-        let shared = Arc::new(Shared::new());
-        shared.waker.register(cx.waker());
+        };
         let s = shared.clone();
         let timer = self.handle.system().timer(move |_| s.fire(1));
         // An `Instant` expiry rounds up to the first tick at or after it:

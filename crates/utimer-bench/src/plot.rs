@@ -687,12 +687,7 @@ fn draw_bars(
         }))?;
     }
     if !single {
-        ctx.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font((FONT, 15))
-            .draw()?;
+        draw_legend(&mut ctx)?;
     }
     Ok(())
 }
@@ -766,6 +761,14 @@ fn draw_lines(
         });
         ctx.draw_series(mapped.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
     }
+    draw_legend(&mut ctx)?;
+    Ok(())
+}
+
+/// The series legend, top right, as every multi-series chart draws it.
+fn draw_legend<'a, CT: CoordTranslate>(
+    ctx: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+) -> DrawResult {
     ctx.configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
         .background_style(WHITE.mix(0.85))
