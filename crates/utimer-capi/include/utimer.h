@@ -348,7 +348,8 @@ void utimer_timer_free(struct utimer_timer_list *t);
  when the idle worker must wake early. The kernel's CPU coming online.
 
  Returns NULL with `errno = EINVAL` (NULL `u` or `wake`, `index` out of
- range).
+ range, or `u` from [`utimer_open`](crate::utimer_open), whose workers
+ are its own threads).
 
  # Safety
  `u` is NULL or live and outlives the worker; `wake` may be called with

@@ -13,6 +13,9 @@ pub struct utimer_t {
     /// The worker threads, for a system from [`utimer_open`]; `None` for
     /// one from [`utimer_open_unthreaded`].
     rt: Mutex<Option<Runtime>>,
+    /// Whether the system has worker threads of its own (then no program
+    /// thread may register as one of its workers).
+    pub(crate) threaded: bool,
 }
 
 fn workers(n: c_uint) -> usize {
@@ -40,6 +43,7 @@ fn open(n: c_uint, threads: bool) -> Result<*mut utimer_t, Errno> {
     };
     Ok(Box::into_raw(Box::new(utimer_t {
         sys,
+        threaded: rt.is_some(),
         rt: Mutex::new(rt),
     })))
 }

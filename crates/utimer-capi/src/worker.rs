@@ -53,7 +53,8 @@ unsafe fn mine<'a>(w: *const utimer_worker_t) -> Result<&'a utimer_worker_t, Err
 /// when the idle worker must wake early. The kernel's CPU coming online.
 ///
 /// Returns NULL with `errno = EINVAL` (NULL `u` or `wake`, `index` out of
-/// range).
+/// range, or `u` from [`utimer_open`](crate::utimer_open), whose workers
+/// are its own threads).
 ///
 /// # Safety
 /// `u` is NULL or live and outlives the worker; `wake` may be called with
@@ -68,6 +69,9 @@ pub unsafe extern "C" fn utimer_worker_register(
     guard(std::ptr::null_mut(), || {
         // SAFETY: the caller's promise.
         let u = unsafe { handle(u) }?;
+        if u.threaded {
+            return Err(libc::EINVAL);
+        }
         let wake = wake.ok_or(libc::EINVAL)?;
         let arg = arg as usize;
         let worker = u

@@ -43,6 +43,10 @@ static void *late_arm(void *arg) {
 
 int main(void) {
     prctl(PR_SET_TIMERSLACK, 1);
+    utimer_t *threaded = utimer_open(1);
+    CHECK(threaded != NULL);
+    ERRNO(utimer_worker_register(threaded, 0, wake, &efd), 0, EINVAL); /* its workers are its threads */
+    utimer_close(threaded);
     utimer_t *u = utimer_open_unthreaded(1);
     CHECK(u != NULL);
     efd = eventfd(0, EFD_NONBLOCK);
