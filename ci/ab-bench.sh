@@ -4,7 +4,7 @@
 # checkout, then runs `utimer bench --quick --filter CASE` for each case,
 # ROUNDS times, alternating which binary goes first, and prints the median
 # of each utimer row (and the seed rows) for both.
-#   ci/ab-bench.sh [REV] [ROUNDS]
+#   ci/ab-bench.sh [REV] [ROUNDS]      (CASES="filter ..." picks other cases)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rev=${1:-HEAD~1}
@@ -20,7 +20,7 @@ fi
 cargo build --release -q -p utimer-cli
 old="$out/old-target/release/utimer"
 new=target/release/utimer
-cases="arm_cancel/ rearm/ expiry/ arm_cancel_pending/1K wheel/ threads/ seed000/warm seed004/enqueue"
+cases=${CASES:-"arm_cancel/ rearm/ expiry/ arm_cancel_pending/1K wheel/ threads/ seed000/warm seed004/enqueue"}
 for r in $(seq 1 "$rounds"); do
   if (( r % 2 )); then order="old new"; else order="new old"; fi
   for c in $cases; do

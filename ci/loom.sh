@@ -7,7 +7,9 @@
 # it) and remote expiry (src/nohz/pull.rs: a stalled worker and its
 # migrator sharing a base, delete_sync against a remote expiry).
 # tests/loom_hrtimer.rs models the hrtimer expiry against cancel-and-wait,
-# restarts, starts from other threads and the handle's drop.
+# restarts, starts from other threads and the handle's drop;
+# tests/loom_sleeper.rs models the intrusive sleepers (HrSleeper, what
+# utimer-async's Sleep is) against their owner's drop, poll and restart.
 # src/posix/table/tests.rs models the POSIX ID table's lock-free lookup
 # against removal, growth and slot reuse, with crossbeam-epoch itself built
 # on loom (--cfg crossbeam_loom).
@@ -16,4 +18,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUSTFLAGS="--cfg loom --cfg crossbeam_loom ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom \
-  cargo test -p utimer --release --lib --test loom --test loom_hrtimer -- --test-threads=1
+  cargo test -p utimer --release --lib --test loom --test loom_hrtimer --test loom_sleeper -- --test-threads=1

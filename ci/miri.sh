@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The unsafe core under Miri: timer allocation and freeing (entry/, timer/),
+# the sleepers' intrusive heap (hrtimer/sleeper/),
 # the base lock guard and lock_timer_base, migration, callbacks (a handle
 # dropped inside its own callback, and while its callback runs elsewhere:
 # the deferred free), the state word, shutdown, and the hot-unplug's batch
@@ -19,7 +20,12 @@ MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}" PROPTEST_CASES=4 CARGO_TARGE
   cargo +nightly miri test -p utimer --lib --test callbacks --test bad_input --test model --test delete_sync \
   --test defects --test hotplug \
   -- --skip posix::table timer:: base:: entry:: clock:: migration:: an_offline_workers arms_on_an_offline bad_hotplug callback rearm drop delete past huge outliving misuse panicking \
-  timers_match_model waits pending from_its try_ shutdown reduce_never stale just_before_the_last_tick saturates
+  timers_match_model waits pending from_its try_ shutdown reduce_never stale just_before_the_last_tick saturates \
+  hrtimer::sleeper
+# The intrusive sleepers (HrSleeper: raw pointers into pinned memory, a
+# pairing heap): every test of the file, the threaded race included.
+MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}" CARGO_TARGET_DIR=target/miri \
+  cargo +nightly miri test -p utimer --test hr_sleeper
 # The POSIX ID table (posix::table: epoch-reclaimed slots, racing lookups)
 # under Tree Borrows: crossbeam-epoch's intrusive list of threads is known
 # not to fit Stacked Borrows and to be clean under Tree Borrows, the model

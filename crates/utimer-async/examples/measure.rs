@@ -69,22 +69,22 @@ fn main() {
     let far = Duration::from_secs(3600);
 
     // Start the default runtime outside the measurements.
-    let mut warm = utimer_async::sleep(Duration::from_millis(1));
-    while !poll(Pin::new(&mut warm), &mut cx) {}
+    let mut warm = Box::pin(utimer_async::sleep(Duration::from_millis(1)));
+    while !poll(warm.as_mut(), &mut cx) {}
 
     // Memory of one pending Sleep: the future, plus what its first poll
     // allocates.
-    let mut s = utimer_async::sleep(far);
+    let s = utimer_async::sleep(far);
+    let mut s = std::pin::pin!(s);
     let (b0, k0) = (BYTES.load(Relaxed), BLOCKS.load(Relaxed));
-    assert!(poll(Pin::new(&mut s), &mut cx));
+    assert!(poll(s.as_mut(), &mut cx));
     let (heap, blocks) = (BYTES.load(Relaxed) - b0, BLOCKS.load(Relaxed) - k0);
     let b1 = BYTES.load(Relaxed);
     for _ in 0..1000 {
-        poll(Pin::new(&mut s), &mut cx);
-        Pin::new(&mut s).reset(Instant::now() + far);
+        poll(s.as_mut(), &mut cx);
+        s.as_mut().reset(Instant::now() + far);
     }
     let later = BYTES.load(Relaxed) - b1;
-    drop(s);
     let inline = std::mem::size_of::<utimer_async::Sleep>();
     println!(
         "utimer-async Sleep: {inline} B inline + {heap} B heap in {blocks} blocks = {} B pending; \
@@ -108,9 +108,9 @@ fn main() {
 
     let u = best(|| {
         for _ in 0..N {
-            let mut s = utimer_async::sleep(far);
-            poll(Pin::new(&mut s), &mut cx);
-            drop(black_box(s));
+            let s = utimer_async::sleep(far);
+            let mut s = std::pin::pin!(s);
+            poll(black_box(s.as_mut()), &mut cx);
         }
     });
     let t = best(|| {
@@ -131,21 +131,21 @@ fn main() {
         "create+poll+drop, ns: utimer-async Sleep {u:.0}, tokio Sleep {ts:.0} (on the stack), {t:.0} (boxed)"
     );
 
-    let mut s = utimer_async::sleep(far);
-    poll(Pin::new(&mut s), &mut cx);
+    let mut s = Box::pin(utimer_async::sleep(far));
+    poll(s.as_mut(), &mut cx);
     let base = Instant::now() + far;
     let mut i = 0u64;
     let u = best(|| {
         for _ in 0..N {
             i += 1;
-            Pin::new(&mut s).reset(base + Duration::from_nanos(i % 1_000_000));
+            s.as_mut().reset(base + Duration::from_nanos(i % 1_000_000));
         }
     });
     let up = best(|| {
         for _ in 0..N {
             i += 1;
-            Pin::new(&mut s).reset(base + Duration::from_nanos(i % 1_000_000));
-            poll(Pin::new(&mut s), &mut cx);
+            s.as_mut().reset(base + Duration::from_nanos(i % 1_000_000));
+            poll(s.as_mut(), &mut cx);
         }
     });
     let mut ts = Box::pin(tokio::time::sleep(far));

@@ -140,6 +140,18 @@ impl Handle {
         }
     }
 
+    /// `ns` of the system's `CLOCK_MONOTONIC` as an [`Instant`]: the
+    /// inverse of [`ns_of`](Self::ns_of) (exact, but where that saturated).
+    pub(crate) fn instant_of(&self, ns: u64) -> Instant {
+        let a = self.parts().1;
+        let t = if ns >= a.ns {
+            a.instant.checked_add(Duration::from_nanos(ns - a.ns))
+        } else {
+            a.instant.checked_sub(Duration::from_nanos(a.ns - ns))
+        };
+        t.unwrap_or(a.instant)
+    }
+
     /// A [`Sleep`] on this handle's system: [`sleep`](crate::sleep).
     pub fn sleep(&self, duration: Duration) -> Sleep {
         Sleep::new(self.clone(), deadline_after(duration))
@@ -179,6 +191,15 @@ impl Handle {
     /// If `period` is zero.
     pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
         Interval::new(self.clone(), start, period)
+    }
+}
+
+// SAFETY: a handle names one system for its whole life: the global one
+// (a `static`, never dropped) or the `Arc` it holds, which keeps it alive.
+unsafe impl utimer::SystemRef for Handle {
+    #[inline]
+    fn system(&self) -> &TimerSystem {
+        self.parts().0
     }
 }
 

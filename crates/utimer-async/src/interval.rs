@@ -83,11 +83,12 @@ impl MissedTickBehavior {
 /// that deadline (the scheduled instant, not the moment it was returned).
 /// Ticks missed by more than [`MISSED_TICK_TOLERANCE`] are handled as its
 /// [`MissedTickBehavior`] says ([`Burst`](MissedTickBehavior::Burst) by
-/// default). One hrtimer, created at the first poll that waits, is
+/// default). One hrtimer sleeper, allocated with the interval, is
 /// restarted for every tick: no allocation after that.
 #[derive(Debug)]
 pub struct Interval {
-    delay: Sleep,
+    /// Boxed, as tokio's, so that `Interval` is `Unpin`.
+    delay: Pin<Box<Sleep>>,
     period: Duration,
     missed_tick_behavior: MissedTickBehavior,
 }
@@ -96,7 +97,7 @@ impl Interval {
     pub(crate) fn new(handle: Handle, start: Instant, period: Duration) -> Interval {
         assert!(period > Duration::ZERO, "`period` must be non-zero.");
         Interval {
-            delay: Sleep::new(handle, start),
+            delay: Box::pin(Sleep::new(handle, start)),
             period,
             missed_tick_behavior: MissedTickBehavior::default(),
         }
@@ -113,7 +114,7 @@ impl Interval {
     /// schedule moves on (`tokio::time::Interval::poll_tick`). Wakes the
     /// latest waker when the tick is due.
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
-        if Pin::new(&mut self.delay).poll(cx).is_pending() {
+        if self.delay.as_mut().poll(cx).is_pending() {
             return Poll::Pending;
         }
         let due = self.delay.deadline();
@@ -123,7 +124,7 @@ impl Interval {
         } else {
             add_or_far(due, self.period)
         };
-        Pin::new(&mut self.delay).reset(next);
+        self.delay.as_mut().reset(next);
         Poll::Ready(due)
     }
 
@@ -147,7 +148,7 @@ impl Interval {
     /// The next tick is due at `deadline`, and the period counts from there
     /// (`tokio::time::Interval::reset_at`).
     pub fn reset_at(&mut self, deadline: Instant) {
-        Pin::new(&mut self.delay).reset(deadline);
+        self.delay.as_mut().reset(deadline);
     }
 
     /// What happens after missed ticks

@@ -47,7 +47,7 @@
 //!
 //! | future | timer | fires |
 //! |---|---|---|
-//! | [`Sleep`], [`Interval`] | [`HrTimer`](utimer::HrTimer) on `CLOCK_MONOTONIC` (the kernel's `nanosleep`, periodic hrtimers) | at the deadline plus the wake-up latency (µs) |
+//! | [`Sleep`], [`Interval`] | [`HrSleeper`](utimer::HrSleeper) on `CLOCK_MONOTONIC`: an hrtimer inside the future (the kernel's `hrtimer_sleeper`, what `nanosleep` waits on) | at the deadline plus the wake-up latency (µs) |
 //! | [`Timeout`] | wheel [`Timer`](utimer::Timer) (the kernel's `timer_list`) | at the first tick (1 ms) at or after the deadline for deadlines up to 64 ticks away; beyond, at its wheel level's bucket boundary, up to 12.5% of the distance late (a 1 s timeout 43–64 ms late) |
 //!
 //! Timeouts trade precision for an O(1) arm and cancel, as the kernel's do:
@@ -60,19 +60,30 @@
 //!   timer fires only once its clock read its expiry, which is the deadline
 //!   rounded later (to the next nanosecond of `CLOCK_MONOTONIC`, or to the
 //!   next tick), never earlier. `Instant` is `CLOCK_MONOTONIC` on Linux.
-//! * **No allocation per poll.** A future allocates its timer at its first
-//!   poll that has to wait (none if its deadline has passed, or, for a
-//!   [`Timeout`], if the future is ready); later polls only register the
-//!   waker, and [`Sleep::reset`] and every [`Interval`] tick restart the
-//!   same timer.
-//! * **Dropping never blocks.** Dropping a future cancels its timer without
-//!   waiting for a callback running at that moment (utimer's handles'
-//!   drops: the kernel's `hrtimer_try_to_cancel()`, `timer_delete()`), and
-//!   that callback cannot restart it.
-//! * **The latest waker is woken.** Each pending poll stores its waker in
-//!   an [`atomic_waker::AtomicWaker`]; a waker changed between polls
-//!   replaces the old one, and a fire racing with a poll is never missed
-//!   (the state is read again after the waker is registered).
+//! * **No allocation per poll.** A [`Sleep`] never allocates: its timer
+//!   is part of it (64 bytes in all, which is what a pending sleep costs),
+//!   queued by its first poll in its worker's intrusive heap; an
+//!   [`Interval`] boxes one `Sleep` when it is made, as tokio's does. A
+//!   [`Timeout`] allocates its wheel timer at its first poll that has to
+//!   wait (none if the deadline has passed or the future is ready). Later
+//!   polls only update the waker, and [`Sleep::reset`] and every
+//!   [`Interval`] tick move the same timer.
+//! * **Pinning.** [`Sleep`] is `!Unpin`, like tokio's: pin it
+//!   (`std::pin::pin!`, `tokio::pin!`, `Box::pin`) to poll it by hand or
+//!   keep it across `select!` iterations. [`Timeout`] and [`Interval`] are
+//!   `Unpin` when their future is.
+//! * **Dropping never blocks.** Dropping a [`Sleep`] takes it out of its
+//!   heap under the base lock, and there is nothing to wait for: the worker
+//!   takes a sleeper's waker under that lock and wakes it after. Dropping a
+//!   [`Timeout`] cancels its timer without waiting for a callback running
+//!   at that moment (the kernel's `timer_delete()`), which cannot restart
+//!   it.
+//! * **The latest waker is woken.** A pending [`Sleep`]'s poll replaces the
+//!   waker in its node under the base lock (unless it wakes the same
+//!   task), and reads the state again there, so a fire racing with a poll
+//!   is never missed (`tests/loom_sleeper.rs` in utimer models it). A
+//!   [`Timeout`] stores its waker in an [`atomic_waker::AtomicWaker`],
+//!   with the state read again after the waker is registered.
 //! * **Shutdown.** A [`Handle`] and every timer keep their system alive.
 //!   A system whose workers have stopped (its [`Runtime`](utimer::Runtime)
 //!   shut down) keeps its futures pending; a timer that the system refuses

@@ -97,7 +97,7 @@ fn check_waker_change<F: Future + Unpin>(mut fut: F) {
 
 #[test]
 fn waker_change_between_polls() {
-    check_waker_change(utimer_async::sleep(Duration::from_millis(5)));
+    check_waker_change(Box::pin(utimer_async::sleep(Duration::from_millis(5))));
     check_waker_change(utimer_async::timeout(
         Duration::from_millis(5),
         pending::<()>(),
@@ -134,10 +134,12 @@ fn explicit_handle_and_prompt_cancel() {
             .map(|w| rt.system().hr_stats(w).unwrap().pending)
             .sum::<usize>()
     };
-    let mut sleeps: Vec<_> = (0..100).map(|_| h.sleep(Duration::from_secs(60))).collect();
+    let mut sleeps: Vec<_> = (0..100)
+        .map(|_| Box::pin(h.sleep(Duration::from_secs(60))))
+        .collect();
     let (_f, w) = flag();
     for s in &mut sleeps {
-        assert!(Pin::new(s).poll(&mut Context::from_waker(&w)).is_pending());
+        assert!(s.as_mut().poll(&mut Context::from_waker(&w)).is_pending());
     }
     assert_eq!(pending_hr(), 100);
     let at = Instant::now();

@@ -88,7 +88,7 @@ impl Setup {
 #[test]
 fn sleep_never_early_in_manual_time() {
     let s = setup();
-    let mut sleep = s.handle.sleep(FAR);
+    let mut sleep = Box::pin(s.handle.sleep(FAR));
     assert!(!s.poll(&mut sleep));
     assert_eq!(s.hr_pending(), 1);
     let n = s.advance_until_woken(11_000);
@@ -101,21 +101,23 @@ fn sleep_never_early_in_manual_time() {
 #[test]
 fn reset_later_then_earlier_than_what_fired() {
     let s = setup();
-    let mut sleep = s.handle.sleep(FAR);
+    let mut sleep = Box::pin(s.handle.sleep(FAR));
     assert!(!s.poll(&mut sleep));
     // Later: the old deadline passes and completes nothing.
     let later = sleep.deadline() + Duration::from_secs(5);
-    Pin::new(&mut sleep).reset(later);
+    sleep.as_mut().reset(later);
     let n = s.advance_until_woken(16_000);
     assert!(n >= 15_000, "woken after {n} ms");
     assert!(s.poll(&mut sleep));
     assert_eq!(s.hr_pending(), 0);
     // Later again, then back earlier than what already fired: complete at
     // once, and no expiry stays queued.
-    Pin::new(&mut sleep).reset(Instant::now() + Duration::from_secs(60));
+    sleep
+        .as_mut()
+        .reset(Instant::now() + Duration::from_secs(60));
     assert!(!s.poll(&mut sleep));
     assert_eq!(s.hr_pending(), 1);
-    Pin::new(&mut sleep).reset(Instant::now());
+    sleep.as_mut().reset(Instant::now());
     assert!(s.poll(&mut sleep));
     assert_eq!(s.hr_pending(), 0);
 }

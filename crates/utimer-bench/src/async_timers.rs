@@ -1,8 +1,9 @@
 //! The `async` group: utimer-async's [`Sleep`](utimer_async::Sleep) against
 //! the sleeps of the other async timer crates, in the same run (issue 9):
 //!
-//! * **utimer-async** `Sleep`: an hrtimer of the process-wide default
-//!   utimer runtime (one worker thread), executor-agnostic;
+//! * **utimer-async** `Sleep`: an intrusive hrtimer sleeper (inside the
+//!   future) of the process-wide default utimer runtime (one worker
+//!   thread), executor-agnostic;
 //! * **tokio** `tokio::time::Sleep`: the time driver of a current-thread
 //!   runtime, whose context is entered while sleeps are made;
 //! * **futures-timer** `Delay`: a heap on its own helper thread;

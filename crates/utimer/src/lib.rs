@@ -13,7 +13,7 @@
 //! | 4 | `timer/` | [`Timer`]: arm, modify, reduce, delete, `delete_sync` |
 //! | 5 | `migration/` | the pull model's hierarchy: groups, state words, event queues ([`Topology`]) |
 //! | 6 | `nohz/` | tickless idle: next events of every source, wakers, wake policy, remote expiry, stall monitor |
-//! | 7 | `system/` | the [`TimerSystem`] facade, [`Builder`], [`Worker`], [`Sleeper`] |
+//! | 7 | `system/` | the [`TimerSystem`] facade, [`Builder`], [`Worker`], [`Sleeper`], [`HrSleeper`] |
 //! | 8 | [`posix`] | POSIX timers: the ID table with lock-free lookup (seed 003), `timer_settime` semantics, notifications |
 //! | 9 | [`runtime`], [`sim`] | [`Runtime`]: worker threads; the pull model's simulator |
 //!
@@ -70,8 +70,8 @@ pub use posix::{ItimerSpec, Notify, TimerId};
 #[cfg(not(loom))]
 pub use runtime::Runtime;
 pub use system::{
-    Builder, EnterGuard, Interrupter, SleepOutcome, Sleeper, TimerList, TimerSystem, WheelBaseInfo,
-    Worker, WorkerTimers,
+    Builder, EnterGuard, HrSleeper, Interrupter, SleepOutcome, Sleeper, SystemRef, TimerList,
+    TimerSystem, WheelBaseInfo, Worker, WorkerTimers,
 };
 pub use time::{Clock, ClockId, Expiry};
 pub use timer::{Timer, TimerFlags};

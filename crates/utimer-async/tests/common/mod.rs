@@ -69,9 +69,9 @@ pub async fn timeout_fires_and_passes_through() {
 pub async fn reset_moves_the_deadline() {
     // Later, after the timer was armed by a poll.
     let start = Instant::now();
-    let mut s = sleep(2 * MS);
+    let mut s = Box::pin(sleep(2 * MS));
     assert!(poll_once(&mut s).await.is_pending());
-    Pin::new(&mut s).reset(start + 20 * MS);
+    s.as_mut().reset(start + 20 * MS);
     assert_eq!(s.deadline(), start + 20 * MS);
     (&mut s).await;
     assert!(
@@ -83,9 +83,9 @@ pub async fn reset_moves_the_deadline() {
 
     // Earlier: a 60 s sleep made to end in 2 ms.
     let start = Instant::now();
-    let mut s = sleep(Duration::from_secs(60));
+    let mut s = Box::pin(sleep(Duration::from_secs(60)));
     assert!(poll_once(&mut s).await.is_pending());
-    Pin::new(&mut s).reset(start + 2 * MS);
+    s.as_mut().reset(start + 2 * MS);
     (&mut s).await;
     let took = start.elapsed();
     assert!(
@@ -95,15 +95,15 @@ pub async fn reset_moves_the_deadline() {
 
     // After completion: pending again until the new deadline.
     let again = Instant::now() + 3 * MS;
-    Pin::new(&mut s).reset(again);
+    s.as_mut().reset(again);
     assert!(!s.is_elapsed());
     (&mut s).await;
     assert!(Instant::now() >= again);
 
     // Before the first poll (no timer yet).
     let start = Instant::now();
-    let mut s = sleep(Duration::from_secs(60));
-    Pin::new(&mut s).reset(start + MS);
+    let mut s = Box::pin(sleep(Duration::from_secs(60)));
+    s.as_mut().reset(start + MS);
     s.await;
     assert!(start.elapsed() >= MS);
 }
@@ -207,7 +207,7 @@ pub async fn one_of_many(i: usize) {
 
 /// Dropping armed futures returns at once.
 pub async fn drop_is_prompt() {
-    let mut s = sleep(Duration::from_secs(60));
+    let mut s = Box::pin(sleep(Duration::from_secs(60)));
     assert!(poll_once(&mut s).await.is_pending());
     let mut t = timeout(Duration::from_secs(60), pending::<()>());
     assert!(poll_once(&mut t).await.is_pending());

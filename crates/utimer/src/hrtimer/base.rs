@@ -34,6 +34,7 @@
 
 use super::entry::{HrEntry, MIGRATING, NOT_QUEUED, SHUTDOWN};
 use super::queue::{Handle, Queue};
+use super::sleeper::Pairing;
 use super::HrTable;
 use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, Mutex, MutexGuard};
 use crate::time::ClockId;
@@ -51,6 +52,9 @@ pub(crate) const ONLINE: u32 = u32::MAX;
 /// The lock-protected part of a base.
 pub(crate) struct HrInner {
     pub(crate) queue: Queue<Arc<HrEntry>>,
+    /// The sleepers queued here (`sleeper.rs`): intrusive, ordered by
+    /// expiry, no slack.
+    pub(crate) sleepers: Pairing,
     /// An expiry run is under way: no second one starts.
     pub(crate) expiring: bool,
     /// Threads waiting in `cancel` for the running callback.
@@ -59,8 +63,36 @@ pub(crate) struct HrInner {
     pub(crate) closed: u8,
     /// Callbacks run.
     pub(crate) fired: u64,
+    /// The latest clock reading an expiry run of this base used: the
+    /// clock has read it, so an expiry at or before it is already due.
+    pub(crate) last_now: u64,
     /// Callbacks that panicked (caught).
     pub(crate) panicked: u64,
+}
+
+impl HrInner {
+    /// The first soft and hard expiry over the queue and the sleepers
+    /// (`u64::MAX` when both are empty): nothing is due before the soft
+    /// one, the worker must wake at the hard one.
+    #[inline]
+    pub(crate) fn first(&self) -> (u64, u64) {
+        let (soft, hard) = self.queue.first().unwrap_or((u64::MAX, u64::MAX));
+        let s = self.sleepers.first().unwrap_or(u64::MAX);
+        (soft.min(s), hard.min(s))
+    }
+
+    /// The first hard expiry, if anything is queued.
+    #[inline]
+    pub(crate) fn first_hard(&self) -> Option<u64> {
+        let hard = self.first().1;
+        (hard != u64::MAX || self.pending() != 0).then_some(hard)
+    }
+
+    /// Timers and sleepers queued.
+    #[inline]
+    pub(crate) fn pending(&self) -> usize {
+        self.queue.len() + self.sleepers.len()
+    }
 }
 
 /// One worker's queue for one clock. Aligned so that workers never share
@@ -112,7 +144,7 @@ impl Drop for HrGuard<'_> {
     /// Publishes the queue's first entry before the lock is released.
     #[inline]
     fn drop(&mut self) {
-        let (soft, hard) = self.inner.queue.first().unwrap_or((u64::MAX, u64::MAX));
+        let (soft, hard) = self.inner.first();
         let b = self.base;
         if b.first_soft.load(Relaxed) != soft {
             b.first_soft.store(soft, Release);
@@ -130,10 +162,12 @@ impl HrBase {
             clock,
             inner: Mutex::new(HrInner {
                 queue: Queue::new(),
+                sleepers: Pairing::new(),
                 expiring: false,
                 waiters: 0,
                 closed: 0,
                 fired: 0,
+                last_now: 0,
                 panicked: 0,
             }),
             running: AtomicPtr::new(std::ptr::null_mut()),
@@ -185,7 +219,7 @@ impl HrBase {
     /// that an earlier start wakes it, and return it, under one lock.
     pub(crate) fn idle_enter(&self) -> Option<u64> {
         let g = self.lock();
-        let next = g.queue.first().map(|(_, hard)| hard);
+        let next = g.first_hard();
         self.idle_until
             .store(next.unwrap_or(u64::MAX).max(1), Relaxed);
         drop(g);
@@ -196,15 +230,24 @@ impl HrBase {
 /// Locks the base `e` is on: the kernel's `lock_hrtimer_base()`. Waits
 /// while it moves between bases.
 pub(crate) fn lock_base<'t>(table: &'t HrTable, e: &HrEntry) -> (&'t HrBase, HrGuard<'t>) {
+    lock_base_word(table, &e.base)
+}
+
+/// [`lock_base`] for whatever names its base in `word` (an entry's or a
+/// sleeper's `base`).
+pub(crate) fn lock_base_word<'t>(
+    table: &'t HrTable,
+    word: &AtomicU32,
+) -> (&'t HrBase, HrGuard<'t>) {
     loop {
-        let b = e.base.load(Acquire);
+        let b = word.load(Acquire);
         if b & MIGRATING != 0 {
             spin_hint();
             continue;
         }
         let base = table.base_at(b as usize);
         let guard = base.lock();
-        if e.base.load(Relaxed) == b {
+        if word.load(Relaxed) == b {
             return (base, guard);
         }
     }

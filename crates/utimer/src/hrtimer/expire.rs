@@ -10,6 +10,10 @@
 //! unless someone started it meanwhile (their start wins, as in the
 //! kernel), cancelled it by dropping its handle, or the system shut down.
 //!
+//! Sleepers (`sleeper.rs`) due at `now` go first, before the timers: the
+//! run takes up to 32 of them out of their heap under one lock hold, marks
+//! them fired, and wakes their wakers after the lock.
+//!
 //! The same rules as for wheel timers hold (`base/expire.rs`): one run per
 //! base at a time, so a timer's callback never runs twice at once and
 //! `cancel` knows which base to watch; callbacks run outside every lock; a
@@ -22,15 +26,20 @@
 
 use super::base::{place, wake_for, HrBase, DEAD, OFFLINE};
 use super::entry::{HrEntry, HrFire, HrRestart, NOT_QUEUED, SHUTDOWN};
+use super::sleeper;
 use crate::sync::{futex, thread_local};
 use std::any::Any;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering::{Relaxed, Release};
+use std::task::Waker;
 
 /// Restarts for an already passed time that one run serves beyond the
 /// timers due when it began.
 const RESTART_BUDGET: usize = 64;
+
+/// Sleepers whose wakers one lock hold takes before waking them.
+const SLEEPER_BATCH: usize = 32;
 
 thread_local! {
     /// The hrtimer whose callback this thread runs (null: none).
@@ -58,11 +67,36 @@ pub(crate) fn run_expired(
 ) -> (usize, Option<u64>) {
     let mut g = base.lock();
     if g.expiring || g.closed != 0 {
-        return (0, g.queue.first().map(|(_, hard)| hard));
+        return (0, g.first_hard());
     }
     g.expiring = true;
-    let mut budget = g.queue.len() + RESTART_BUDGET;
+    g.last_now = g.last_now.max(now);
     let mut ran = 0;
+    // Sleepers first (they only wake a task): their wakers are taken in
+    // batches under the lock and woken after it.
+    loop {
+        let mut batch: [Option<Waker>; SLEEPER_BATCH] = [const { None }; SLEEPER_BATCH];
+        let n = sleeper::take_due(&mut g, base.worker(), now, &mut batch);
+        if n == 0 {
+            break;
+        }
+        g.fired += n as u64;
+        drop(g);
+        let mut panicked = 0;
+        for w in batch.iter_mut().take(n).filter_map(Option::take) {
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| w.wake())) {
+                panicked += 1;
+                let _ = catch_unwind(AssertUnwindSafe(|| on_panic(&*payload)));
+            }
+        }
+        ran += n;
+        g = base.lock();
+        g.panicked += panicked;
+        if n < SLEEPER_BATCH || g.closed & OFFLINE != 0 {
+            break;
+        }
+    }
+    let mut budget = g.queue.len() + RESTART_BUDGET;
     while budget > 0 && g.closed & OFFLINE == 0 {
         let Some((_, entry)) = g.queue.pop_due(now) else {
             break;
@@ -125,5 +159,5 @@ pub(crate) fn run_expired(
         }
     }
     g.expiring = false;
-    (ran, g.queue.first().map(|(_, hard)| hard))
+    (ran, g.first_hard())
 }

@@ -31,6 +31,16 @@
 //! as the kernel's hrtimers are (they are no part of the pull model). Only
 //! hot-plug moves it (`offline`), and a POSIX timer's clock switch.
 //!
+//! A base has a second queue beside it, for *sleepers* (`sleeper.rs`, the
+//! kernel's `hrtimer_sleeper`): hrtimers whose only callback is to wake a
+//! task, embedded in the pinned future that waits
+//! ([`HrSleeper`](crate::HrSleeper), under utimer-async's `Sleep`), linked
+//! in an intrusive pairing heap (`sleeper/pairing.rs`). They allocate
+//! nothing, cost 64 bytes each, and their fire is a waker taken under the
+//! lock and woken after it, so their drop never waits. The two queues share
+//! the base's lock, mirrors, idle computation and hot-plug; an expiry run
+//! wakes due sleepers first, then runs due timers.
+//!
 //! # Slack
 //!
 //! A timer has a soft expiry (the earliest it may fire) and a hard one (the
@@ -87,6 +97,7 @@ mod base;
 mod entry;
 mod expire;
 pub(crate) mod queue;
+pub(crate) mod sleeper;
 mod timer;
 mod trace;
 
@@ -228,7 +239,7 @@ impl HrTable {
     /// change must wake it).
     pub(crate) fn sleeps_on_realtime(&self, worker: usize) -> bool {
         let b = &self.bases[self.index(worker, ClockId::Realtime)];
-        b.idle_until.load(Relaxed) != 0 && !b.lock().queue.is_empty()
+        b.idle_until.load(Relaxed) != 0 && b.lock().pending() != 0
     }
 
     /// Counters of `worker`'s bases.
@@ -236,7 +247,7 @@ impl HrTable {
         let mut s = HrStats::default();
         for b in self.worker_bases(worker) {
             let g = b.lock();
-            s.pending += g.queue.len();
+            s.pending += g.pending();
             s.fired += g.fired;
             s.panicked += g.panicked;
         }
@@ -253,8 +264,8 @@ impl HrTable {
                 let g = b.lock();
                 HrBaseInfo {
                     clock: b.clock,
-                    pending: g.queue.len(),
-                    next_expiry_ns: g.queue.first().map(|(_, hard)| hard),
+                    pending: g.pending(),
+                    next_expiry_ns: g.first_hard(),
                     fired: g.fired,
                     panicked: g.panicked,
                 }
@@ -289,10 +300,15 @@ impl HrTable {
                     std::sync::atomic::Ordering::Release,
                 );
             }
+            let mut dead = Vec::new();
+            let nodes = sleeper::drain(&mut g, Some(target as u32), &mut dead);
             drop(g);
             let tb = &self.bases[target];
             let mut tg = tb.lock();
-            let mut first = None::<usize>;
+            moved += nodes.len();
+            // SAFETY: `nodes` came from `drain` with this target.
+            let mut first =
+                unsafe { sleeper::requeue(&mut tg, tb, target as u32, nodes, &mut dead) };
             for (soft, hard, e) in batch {
                 e.base
                     .store(target as u32, std::sync::atomic::Ordering::Release);
@@ -304,6 +320,7 @@ impl HrTable {
                 moved += 1;
             }
             drop(tg);
+            dead.into_iter().for_each(std::task::Waker::wake);
             wake.extend(first);
         }
         (moved, wake)
@@ -318,8 +335,9 @@ impl HrTable {
         }
     }
 
-    /// The system shuts down: every base refuses starts, and queued timers
-    /// are dropped (their callbacks never run).
+    /// The system shuts down: every base refuses starts, queued timers
+    /// are dropped (their callbacks never run), and queued sleepers are
+    /// woken to find out.
     pub(crate) fn shutdown(&self) {
         for b in self.bases.iter() {
             let mut g = b.lock();
@@ -328,8 +346,12 @@ impl HrTable {
             for (_, _, e) in &batch {
                 e.handle.store(entry::NOT_QUEUED, Relaxed);
             }
+            let mut wakers = Vec::new();
+            sleeper::drain(&mut g, None, &mut wakers);
             drop(g);
             drop(batch);
+            // Sleepers learn of it when they poll (`TimerError::Shutdown`).
+            wakers.into_iter().for_each(std::task::Waker::wake);
         }
     }
 }

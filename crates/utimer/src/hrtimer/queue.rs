@@ -144,6 +144,7 @@ impl<T> Queue<T> {
 
     /// Whether nothing is queued.
     #[inline]
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }

@@ -16,12 +16,14 @@
 
 mod builder;
 mod hr;
+mod hr_sleeper;
 mod shutdown;
 mod sleep;
 mod timer_list;
 mod worker;
 
 pub use builder::Builder;
+pub use hr_sleeper::{HrSleeper, SystemRef};
 pub use sleep::{Interrupter, SleepOutcome, Sleeper};
 pub use timer_list::{TimerList, WheelBaseInfo, WorkerTimers};
 pub use worker::Worker;
