@@ -43,7 +43,7 @@ use super::peers::heap::HeapPeer;
 use super::peers::posix::PosixPeer;
 use super::peers::timerfd::TimerFdPeer;
 use super::peers::tokio_sleep::TokioSleepPeer;
-use super::peers::utimer::{PinnedUtimerPeer, UtimerPeer};
+use super::peers::utimer::{OwnerUtimerPeer, PinnedUtimerPeer, UtimerPeer};
 use super::peers::wheel::WheelPeer;
 use super::peers::TimerPeer;
 use super::{time, Contender, Record, Runner, Sample, Schedule, XorShift};
@@ -313,7 +313,8 @@ pub fn run_all(r: &mut Runner) {
     }
     r.case("arm_cancel", "empty", Schedule::Interleaved, || {
         let mut rows = all_peers!(arm_cancel(0));
-        rows.insert(1, arm_cancel::<PinnedUtimerPeer>(0));
+        rows.insert(1, arm_cancel::<OwnerUtimerPeer>(0));
+        rows.insert(2, arm_cancel::<PinnedUtimerPeer>(0));
         rows
     });
 

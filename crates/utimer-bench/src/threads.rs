@@ -10,7 +10,12 @@
 //!
 //! * **utimer**: a `TimerSystem` with 2 workers; thread `i` enters worker
 //!   `i`, so each thread arms on its own worker's base, under its own lock:
-//!   the kernel's per-CPU timer bases.
+//!   the kernel's per-CPU timer bases. **utimer (owners)**: thread `i`
+//!   registers as worker `i` instead, so it owns the base and its lock is
+//!   biased towards it (no atomic read-modify-write).
+//! * **shared_base** (a separate case): one base used by its owner and by
+//!   a remote thread at once, one row per thread: what remote operations
+//!   cost against a biased lock (its revocations included).
 //! * **tokio multi-thread**: a 2-worker runtime; each thread is a task
 //!   arming and dropping `Sleep`s. (tokio's stable time driver has one
 //!   wheel behind one mutex for the whole runtime.) The loop runs inside
@@ -133,6 +138,81 @@ fn utimer(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
     })
 }
 
+/// As [`utimer`], with each thread registered as its worker
+/// (`register_worker`): it owns its bases, whose locks are biased towards
+/// it (no atomic read-modify-write), as a runtime's worker threads do.
+fn utimer_owners(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
+    Contender::fixed("utimer (owners)", move || {
+        let peer = UtimerPeer::with(2, false);
+        Ok(move || {
+            let sys = &*peer.sys;
+            run_threads(threads, ops, &log, |i, barrier| {
+                let _worker = sys.register_worker(i, || {}).expect("2 workers");
+                let t = empty_timer(sys);
+                let at = sys.now() + ARM_DELTA;
+                barrier.wait();
+                span(|| {
+                    for _ in 0..ops {
+                        let _ = black_box(t.add(black_box(at)));
+                        black_box(t.delete());
+                    }
+                })
+            })
+        })
+    })
+}
+
+/// One worker's base shared by its owner (registered, biased lock) and a
+/// remote thread (entered on the same worker), both arming and cancelling
+/// their own timer at once; the row is the time of thread `who` (0: the
+/// owner, 1: the remote). The remote's first lock revokes the owner's
+/// bias (a `membarrier`); the owner re-biases only after a window of its
+/// own critical sections with no remote one between, which doubles on
+/// every revocation, so under steady sharing both settle on the spinlock.
+fn utimer_shared_base(who: usize, owner: bool, ops: u64) -> Contender<'static> {
+    let name = match (owner, who) {
+        (true, 0) => "owner",
+        (true, _) => "remote",
+        (false, _) => "no owner (both entered: the spinlock)",
+    };
+    Contender::fixed(name, move || {
+        let peer = UtimerPeer::with(1, false);
+        Ok(move || {
+            let sys = &*peer.sys;
+            let barrier = Barrier::new(2);
+            let spans: Vec<Span> = std::thread::scope(|s| {
+                let hs: Vec<_> = (0..2)
+                    .map(|i| {
+                        let barrier = &barrier;
+                        s.spawn(move || {
+                            let _owner = (owner && i == 0)
+                                .then(|| sys.register_worker(0, || {}).expect("worker 0"));
+                            let _remote =
+                                (!owner || i == 1).then(|| sys.enter(0).expect("worker 0"));
+                            let t = empty_timer(sys);
+                            let at = sys.now() + ARM_DELTA;
+                            barrier.wait();
+                            span(|| {
+                                for _ in 0..ops {
+                                    let _ = black_box(t.add(black_box(at)));
+                                    black_box(t.delete());
+                                }
+                            })
+                        })
+                    })
+                    .collect();
+                hs.into_iter()
+                    .map(|h| h.join().expect("bench thread panicked"))
+                    .collect()
+            });
+            Sample {
+                elapsed: spans[who].end - spans[who].start,
+                ops,
+            }
+        })
+    })
+}
+
 fn tokio_mt(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
     Contender::fixed("tokio multi-thread", move || {
         let rt: Runtime = tokio::runtime::Builder::new_multi_thread()
@@ -246,7 +326,7 @@ pub fn run_all(r: &mut Runner) {
     // barrier is small against the overlap; the syscall peer gets a tenth.
     let ops: u64 = r.pick(200_000, 500_000);
     let kernel_ops = ops / 10;
-    if !r.wants_group(GROUP, &["1_thread", "2_threads"]) {
+    if !r.wants_group(GROUP, &["1_thread", "2_threads", "shared_base"]) {
         return;
     }
     r.enter_group(
@@ -264,9 +344,10 @@ pub fn run_all(r: &mut Runner) {
         );
     }
     for (case, threads) in [("1_thread", 1), ("2_threads", 2)] {
-        let logs: Vec<OverlapLog> = (0..5).map(|_| OverlapLog::default()).collect();
+        let logs: Vec<OverlapLog> = (0..6).map(|_| OverlapLog::default()).collect();
         let names = [
             "utimer",
+            "utimer (owners)",
             "tokio multi-thread",
             "Mutex<BinaryHeap>",
             "timerfd per thread",
@@ -275,10 +356,11 @@ pub fn run_all(r: &mut Runner) {
         r.case(GROUP, case, Schedule::Interleaved, || {
             vec![
                 utimer(threads, ops, logs[0].clone()),
-                tokio_mt(threads, ops, logs[1].clone()),
-                mutex_heap(threads, ops, logs[2].clone()),
-                timerfd(threads, kernel_ops, logs[3].clone()),
-                baseline(threads, ops, logs[4].clone()),
+                utimer_owners(threads, ops, logs[1].clone()),
+                tokio_mt(threads, ops, logs[2].clone()),
+                mutex_heap(threads, ops, logs[3].clone()),
+                timerfd(threads, kernel_ops, logs[4].clone()),
+                baseline(threads, ops, logs[5].clone()),
             ]
         });
         if threads > 1 && r.wants(GROUP, case) {
@@ -304,6 +386,20 @@ pub fn run_all(r: &mut Runner) {
         }
     }
     scaling_summary(r);
+    if r.wants(GROUP, "shared_base") {
+        r.note(
+            GROUP,
+            "shared_base: one worker's base, its owner (biased lock) and a remote thread \
+             arming and cancelling at once; each row is one thread's ns/op",
+        );
+    }
+    r.case(GROUP, "shared_base", Schedule::Interleaved, || {
+        vec![
+            utimer_shared_base(0, true, ops),
+            utimer_shared_base(1, true, ops),
+            utimer_shared_base(1, false, ops),
+        ]
+    });
 }
 
 /// Prints each row's 2-thread / 1-thread ratio, next to the baseline's.
@@ -317,6 +413,7 @@ fn scaling_summary(r: &mut Runner) {
     let mut parts = Vec::new();
     for name in [
         "utimer",
+        "utimer (owners)",
         "tokio multi-thread",
         "Mutex<BinaryHeap>",
         "timerfd per thread",

@@ -22,6 +22,19 @@ fn xorshift(s: &mut u64) -> u64 {
 
 #[test]
 fn shared_timers_under_concurrent_arm_modify_delete_and_expiry() {
+    shared_timers(false);
+}
+
+/// The same with threads 0 and 1 registered as their workers: they own
+/// those bases, whose locks are biased towards them (no atomic
+/// read-modify-write), while the expirer and thread 2 take them from
+/// outside, revoking the bias again and again.
+#[test]
+fn shared_timers_with_owner_threads_on_biased_locks() {
+    shared_timers(true);
+}
+
+fn shared_timers(owners: bool) {
     let clock = Clock::manual();
     let sys = Arc::new(
         TimerSystem::builder()
@@ -68,8 +81,11 @@ fn shared_timers_under_concurrent_arm_modify_delete_and_expiry() {
         .map(|id| {
             let (sys, timers) = (sys.clone(), timers.clone());
             thread::spawn(move || {
-                // Thread 0 and 1 are workers; thread 2 arms from outside.
-                let _g = (id < 2).then(|| sys.enter(id as usize).unwrap());
+                // Thread 0 and 1 are workers (entered, or registered: the
+                // owners); thread 2 arms from outside.
+                let _g = (id < 2 && !owners).then(|| sys.enter(id as usize).unwrap());
+                let _w =
+                    (id < 2 && owners).then(|| sys.register_worker(id as usize, || {}).unwrap());
                 let mut seed = 0x9E37_79B9_7F4A_7C15 ^ (id + 1);
                 for _ in 0..OPS_PER_THREAD {
                     let r = xorshift(&mut seed);

@@ -1,5 +1,7 @@
 //! utimer's `TimerSystem` as a benchmark peer: one worker, the calling
-//! thread entered on it (so every timer goes to that worker's own bases), timers created once (`sys.timer`) and then armed
+//! thread entered on it (so every timer goes to that worker's own bases),
+//! or, for `utimer (owner)`, registered as it (so it owns the bases, as a
+//! runtime's worker thread does), timers created once (`sys.timer`) and then armed
 //! with `add`, re-armed with `modify`, cancelled with `delete`, as kernel
 //! code does with `timer_setup` / `mod_timer` / `timer_delete`.
 //!
@@ -17,8 +19,11 @@ use utimer::{Clock, Timer, TimerFlags, TimerSystem};
 
 /// The peer; `PINNED` creates `TimerFlags::PINNED` timers, which live in
 /// the worker's *local* base (the kernel's `BASE_LOCAL`) instead of its
-/// global base. Both are the calling worker's own bases.
-pub struct UtimerPeerT<const PINNED: bool> {
+/// global base. Both are the calling worker's own bases. `OWNER`: the
+/// calling thread registers as the worker (`register_worker`) instead of
+/// entering it, so it owns the bases and its locks take the biased path
+/// (no atomic read-modify-write).
+pub struct UtimerPeerT<const PINNED: bool, const OWNER: bool = false> {
     pub sys: Arc<TimerSystem>,
     pub clock: Clock,
 }
@@ -27,8 +32,10 @@ pub struct UtimerPeerT<const PINNED: bool> {
 pub type UtimerPeer = UtimerPeerT<false>;
 /// Pinned timers (the worker's local base).
 pub type PinnedUtimerPeer = UtimerPeerT<true>;
+/// Default timers, armed by the thread that owns the worker.
+pub type OwnerUtimerPeer = UtimerPeerT<false, true>;
 
-impl<const PINNED: bool> UtimerPeerT<PINNED> {
+impl<const PINNED: bool, const OWNER: bool> UtimerPeerT<PINNED, OWNER> {
     /// A system with `workers` workers on a manual clock at [`START_TICK`],
     /// counting lock-free re-arms if `stats`.
     pub fn with(workers: usize, stats: bool) -> Self {
@@ -51,9 +58,13 @@ pub fn empty_timer(sys: &TimerSystem) -> Timer {
     sys.timer(|_t: &Timer| {})
 }
 
-impl<const PINNED: bool> super::TimerPeer for UtimerPeerT<PINNED> {
+impl<const PINNED: bool, const OWNER: bool> super::TimerPeer for UtimerPeerT<PINNED, OWNER> {
     type Handle = Timer;
-    const NAME: &'static str = if PINNED { "utimer (pinned)" } else { "utimer" };
+    const NAME: &'static str = match (PINNED, OWNER) {
+        (true, _) => "utimer (pinned)",
+        (false, true) => "utimer (owner)",
+        (false, false) => "utimer",
+    };
 
     fn new() -> Result<Self, String> {
         Ok(Self::with(1, false))
@@ -61,8 +72,13 @@ impl<const PINNED: bool> super::TimerPeer for UtimerPeerT<PINNED> {
 
     fn with_ctx<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
         let sys = self.sys.clone();
-        let _worker = sys.enter(0).expect("worker 0 exists");
-        f(self)
+        if OWNER {
+            let _worker = sys.register_worker(0, || {}).expect("worker 0 exists");
+            f(self)
+        } else {
+            let _worker = sys.enter(0).expect("worker 0 exists");
+            f(self)
+        }
     }
 
     fn now(&mut self) -> u64 {

@@ -65,7 +65,7 @@ pub(crate) struct Expired {
 pub(crate) fn run_expired(base: &Base, now: u64) -> Expired {
     let mut guard = base.lock();
     if guard.expiring || guard.is_offline() {
-        let next = guard.wheel.next_expiry();
+        let next = guard.publish_next();
         return Expired { ran: 0, next };
     }
     guard.expiring = true;
@@ -135,7 +135,7 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> Expired {
     }
     guard.expiring = false;
     guard.publish_clk();
-    let next = guard.wheel.next_expiry();
+    let next = guard.publish_next();
     Expired { ran, next }
 }
 

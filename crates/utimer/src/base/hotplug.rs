@@ -171,6 +171,7 @@ impl Bases {
             unsafe { t.get().set_base_word(tagged, &locked) };
             moving.push((ptr, expires));
         });
+        guard.publish_next();
         drop(guard);
         let mut guard = to.lock();
         let locked = guard.locked();

@@ -19,6 +19,13 @@
 //!
 //! # Ground rules: who may touch what
 //!
+//! "The base's lock" is a `BiasedLock`
+//! (`sync/biased.rs`): the thread that registered as the base's worker
+//! (its owner) takes it without an atomic read-modify-write while it is
+//! biased; every other thread takes the spinlock inside it, revoking the
+//! bias first if it is on. Either way it is one lock with one holder, and
+//! everything below holds as written.
+//!
 //! * The wheel, the statistics, `closed`, `expiring` and `waiters` are only
 //!   touched with the base's lock held, through a `BaseGuard`.
 //! * A timer's state word, base link and wheel key are written only by a
@@ -27,6 +34,10 @@
 //!   may read the state word and the base link at any time.
 //! * `clk` mirrors the wheel clock: written under the lock, read by anyone
 //!   (only for the lock-free same-bucket check in `modify`).
+//! * `next` mirrors the wheel's next expiry: written under the lock by
+//!   whatever changes the wheel, read by anyone (`Base::next_expiry`: the idle path,
+//!   the pull model, `next_expiry`), who takes the lock only when the
+//!   mirror says the wheel's cache must be recomputed.
 //! * `running` is written under the lock by the thread expiring this base;
 //!   it names the timer whose callback that thread is running, outside the
 //!   lock. `waiters` and `callback_seq` (the futex word) let `delete_sync`
@@ -84,11 +95,18 @@ pub(crate) use stats::Counters;
 pub(crate) use table::{Bases, BasesConfig, Binding, Hooks, PanicHook};
 
 use crate::entry::{Locked, RawTimer, TimerRef, MIGRATING};
-use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, SpinLock, UnsafeCell};
-use crate::wheel::{calc_position, clamp_expiry, level_limit, Key, Position, Unchecked, Wheel};
+use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, BiasedLock, Held, UnsafeCell};
+use crate::wheel::{
+    calc_position, clamp_expiry, level_limit, Key, Position, Unchecked, Wheel, DUE,
+};
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+/// `Base::next`: the wheel is empty.
+const NEXT_NONE: u64 = u64::MAX;
+/// `Base::next`: the wheel's cache must be recomputed under the lock.
+const NEXT_UNKNOWN: u64 = u64::MAX - 1;
 
 /// `BaseInner::closed`: the system shut down.
 pub(crate) const DEAD: u8 = 1;
@@ -161,7 +179,8 @@ pub(crate) struct BaseInner {
 /// on the first line, beside the lock.
 #[repr(C, align(128))]
 pub(crate) struct Base {
-    lock: SpinLock,
+    /// Biased towards the worker's own thread (`sync/biased.rs`).
+    lock: BiasedLock,
     /// Copy of the system's statistics switch: count lock-free hits.
     pub(crate) count_matches: bool,
     /// This base's index in its table (`worker * 3 + kind`).
@@ -179,6 +198,15 @@ pub(crate) struct Base {
     pub(crate) idle_until: AtomicU64,
     /// The timer whose callback is running on this base, or null.
     pub(crate) running: AtomicPtr<RawTimer>,
+    /// Mirror of the wheel's next expiry: [`NEXT_NONE`], [`NEXT_UNKNOWN`]
+    /// (a cancel may have emptied the earliest bucket: ask under the
+    /// lock), or the tick. Written under the lock by every change of the
+    /// wheel (`enqueue` lowers it, `detach_if_pending` makes it unknown if
+    /// it removed the first timer, an expiry run, a forward, a drain or a
+    /// scan stores it exactly), so it is exact whenever the lock is free
+    /// and no expiry run is under way (during one: a lower bound). Read
+    /// without the lock by [`Base::next_expiry`].
+    next: AtomicU64,
     /// The table this base lives in.
     table: *const Bases,
     /// The manual clock's word, or null for the monotonic clock: "now" in
@@ -214,12 +242,13 @@ impl Base {
         config: &BasesConfig,
     ) -> Self {
         Base {
-            lock: SpinLock::new(),
+            lock: BiasedLock::new(),
             count_matches: config.stats,
             index,
             clk: AtomicU64::new(clk),
             idle_until: AtomicU64::new(0),
             running: AtomicPtr::new(std::ptr::null_mut()),
+            next: AtomicU64::new(NEXT_NONE),
             table,
             manual_clock,
             inner: UnsafeCell::new(BaseInner {
@@ -279,14 +308,27 @@ impl Base {
         self as *const Base as *mut ()
     }
 
-    /// Takes the base lock.
+    /// Takes the base lock: without an atomic read-modify-write on the
+    /// owning worker's thread while the lock is biased towards it
+    /// (`sync/biased.rs`).
     #[inline]
     pub(crate) fn lock(&self) -> BaseGuard<'_> {
-        self.lock.lock();
+        let held = self.lock.lock();
         BaseGuard {
             base: self,
-            wake: None,
+            bits: (held == Held::Biased) as u64,
         }
+    }
+
+    /// The calling thread becomes the base's owner (it registered as the
+    /// worker), if the base has none: its locks take the biased path.
+    pub(crate) fn claim_ownership(&self) -> bool {
+        self.lock.claim()
+    }
+
+    /// The owner unregisters.
+    pub(crate) fn release_ownership(&self) {
+        self.lock.release_ownership();
     }
 
     /// Whether `t`'s callback is running on this base.
@@ -295,11 +337,23 @@ impl Base {
         t.is(self.running.load(Relaxed))
     }
 
-    /// This base's next expiry, read with its lock taken. (The idle
-    /// computation never asks a deferrable base: those never wake a
-    /// worker.)
+    /// This base's next expiry: one load of its mirror, exact as of the
+    /// last release of the lock, or, when the mirror does not know (a
+    /// cancel emptied the earliest bucket), computed under the lock and
+    /// published. (The idle computation never asks a deferrable
+    /// base: those never wake a worker.)
+    #[inline]
     pub(crate) fn next_expiry(&self) -> Option<u64> {
-        self.lock().wheel.next_expiry()
+        match self.next.load(Acquire) {
+            NEXT_NONE => None,
+            NEXT_UNKNOWN => self.next_expiry_locked(),
+            tick => Some(tick),
+        }
+    }
+
+    #[cold]
+    fn next_expiry_locked(&self) -> Option<u64> {
+        self.lock().publish_next()
     }
 
     /// The worker goes idle until `until` (at the latest): publishes the
@@ -308,7 +362,7 @@ impl Base {
     /// under the same lock, so no arm slips in between unseen.
     pub(crate) fn idle_enter(&self, until: u64) -> Option<u64> {
         let mut guard = self.lock();
-        let next = guard.wheel.next_expiry();
+        let next = guard.publish_next();
         let until = next.map_or(until, |n| n.min(until));
         self.idle_until.store(until.max(1), Relaxed);
         next
@@ -321,7 +375,8 @@ impl Base {
     /// no base lock.
     pub(crate) fn with_next_expiry<R>(&self, f: impl FnOnce(Option<u64>) -> (R, Option<u64>)) -> R {
         let mut guard = self.lock();
-        let (r, threshold) = f(guard.wheel.next_expiry());
+        let next = guard.publish_next();
+        let (r, threshold) = f(next);
         if let Some(t) = threshold {
             self.idle_until.store(t.max(1), Relaxed);
         }
@@ -350,6 +405,7 @@ impl Base {
             cancelled += 1;
         });
         inner.stats.deleted += cancelled;
+        guard.publish_next();
     }
 }
 
@@ -373,10 +429,18 @@ pub(crate) fn timer_base(timer: &RawTimer) -> &Base {
 /// Proof that the base lock is held; gives access to the locked part.
 pub(crate) struct BaseGuard<'a> {
     pub(crate) base: &'a Base,
-    /// An enqueue fires at this tick, before the idle worker would wake:
-    /// tell the wake hook once the lock is released.
-    wake: Option<u64>,
+    /// [`GUARD_BIASED`]: the lock was taken on the biased path.
+    /// [`GUARD_WAKE`]: an enqueue fires at tick `bits >> 2`, before the
+    /// idle worker would wake: tell the wake hook once the lock is
+    /// released. One word, so that the guard (two words) is returned in
+    /// registers rather than copied through the stack.
+    bits: u64,
 }
+
+/// `BaseGuard::bits`: held on the owner's biased path.
+const GUARD_BIASED: u64 = 1;
+/// `BaseGuard::bits`: the wake hook must be told (tick in the bits above).
+const GUARD_WAKE: u64 = 2;
 
 impl Deref for BaseGuard<'_> {
     type Target = BaseInner;
@@ -397,15 +461,25 @@ impl DerefMut for BaseGuard<'_> {
 impl Drop for BaseGuard<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.base.lock.unlock();
-        if let Some(expiry) = self.wake {
-            let (worker, kind) = (self.base.worker(), self.base.kind());
-            self.base
-                .table()
-                .hooks()
-                .timer_on_idle(worker, kind, expiry);
+        let held = if self.bits & GUARD_BIASED != 0 {
+            Held::Biased
+        } else {
+            Held::Shared
+        };
+        self.base.lock.unlock(held);
+        if self.bits & GUARD_WAKE != 0 {
+            call_wake_hook(self.base, self.bits >> 2);
         }
     }
+}
+
+/// An enqueue on `base` fires at `expiry`, before its idle worker would
+/// wake: the hook decides whom to wake. Called after the lock.
+#[cold]
+#[inline(never)]
+fn call_wake_hook(base: &Base, expiry: u64) {
+    let (worker, kind) = (base.worker(), base.kind());
+    base.table().hooks().timer_on_idle(worker, kind, expiry);
 }
 
 impl<'a> BaseGuard<'a> {
@@ -438,11 +512,24 @@ impl<'a> BaseGuard<'a> {
         let locked = self.locked();
         t.get().set_key(key.slot(), &locked);
         t.get().state.queue(expires, pos.idx, &locked);
+        // The mirror: lower it to this timer's time, unless it is unknown
+        // (a scan under the lock will find this one too). A due timer
+        // reports `clk - 1`, as `Wheel::next_expiry` does.
+        let at = if pos.idx == DUE {
+            self.wheel.clk().saturating_sub(1)
+        } else {
+            pos.expiry
+        };
+        let next = self.base.next.load(Relaxed);
+        if at < next && (next != NEXT_UNKNOWN || self.wheel.len() == 1) {
+            self.base.next.store(at, Release);
+        }
         if pos.expiry < self.base.idle_until.load(Relaxed) {
             // Tell the hook once; a later enqueue must beat this one to
             // call it again.
             self.base.idle_until.store(pos.expiry.max(1), Relaxed);
-            self.wake = Some(pos.expiry);
+            // (Bucket expiries are below 2^54: the shift loses nothing.)
+            self.bits = (self.bits & GUARD_BIASED) | GUARD_WAKE | (pos.expiry << 2);
         }
     }
 
@@ -469,6 +556,10 @@ impl<'a> BaseGuard<'a> {
         if now > self.wheel.clk() {
             self.wheel.forward(now);
             self.publish_clk();
+            // Due timers report `clk - 1`: the clock moved.
+            if self.base.next.load(Relaxed) != NEXT_NONE {
+                self.publish_next();
+            }
         }
     }
 
@@ -481,10 +572,22 @@ impl<'a> BaseGuard<'a> {
             return false;
         }
         let locked = self.locked();
+        let w = timer.state.load(Relaxed);
         let removed = self.wheel.remove(Key::unchecked(timer.key(&locked)));
         debug_assert_eq!(removed, Some(TimerPtr(t.ptr())));
         let running = self.base.is_running(t);
         timer.state.detach(running, &locked);
+        // The mirror: if this timer may have been the first (it emptied a
+        // bucket, or it was due), the first is unknown now.
+        let next = self.base.next.load(Relaxed);
+        if next != NEXT_UNKNOWN && (self.wheel.needs_recalc() || w.idx() == DUE) {
+            let now = if self.wheel.is_empty() {
+                NEXT_NONE
+            } else {
+                NEXT_UNKNOWN
+            };
+            self.base.next.store(now, Release);
+        }
         trace::timer_cancel(t.ptr().addr().get(), self.base.worker());
         true
     }
@@ -518,6 +621,17 @@ impl<'a> BaseGuard<'a> {
         guard
     }
 
+    /// The wheel's next expiry, computed (a bitmap scan if its cache is
+    /// stale) and stored in the lock-free mirror.
+    pub(crate) fn publish_next(&mut self) -> Option<u64> {
+        let next = self.wheel.next_expiry();
+        let word = next.unwrap_or(NEXT_NONE);
+        if self.base.next.load(Relaxed) != word {
+            self.base.next.store(word, Release);
+        }
+        next
+    }
+
     /// Publishes the wheel clock for lock-free readers.
     #[inline]
     pub(crate) fn publish_clk(&self) {
@@ -527,7 +641,7 @@ impl<'a> BaseGuard<'a> {
 
 /// Locks the base `timer` is on, following it if it moves meanwhile. The
 /// kernel's `lock_timer_base()`.
-#[inline]
+#[inline(always)]
 pub(crate) fn lock_timer_base(timer: &RawTimer) -> BaseGuard<'_> {
     let mut word = timer.base_word(Acquire);
     loop {

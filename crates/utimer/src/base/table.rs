@@ -130,6 +130,12 @@ impl Bases {
         &self.bases
     }
 
+    /// `worker`'s three bases.
+    #[inline]
+    pub(crate) fn of_worker(&self, worker: usize) -> &[Base] {
+        &self.bases[worker * KINDS..(worker + 1) * KINDS]
+    }
+
     /// `worker`'s base of `kind`.
     #[inline]
     pub(crate) fn base(&self, worker: usize, kind: BaseKind) -> &Base {

@@ -13,10 +13,12 @@
 //!
 //! [loom]: https://docs.rs/loom
 
+mod biased;
 pub(crate) mod futex;
 pub(crate) mod parker;
 mod spinlock;
 
+pub(crate) use biased::{BiasedLock, Held};
 pub(crate) use spinlock::SpinLock;
 
 #[cfg(loom)]
@@ -67,12 +69,12 @@ macro_rules! shim_thread_local {
 pub(crate) use shim_thread_local as thread_local;
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 #[cfg(not(loom))]
 pub(crate) use std::thread::yield_now;
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 #[cfg(loom)]
 pub(crate) use loom::thread::yield_now;
 

@@ -61,6 +61,11 @@ pub struct Worker {
 impl Worker {
     pub(crate) fn register(core: Core, index: usize, wake: Waker) -> Worker {
         let previous = core.bases.enter(index);
+        // The first thread to register a worker owns its bases: its locks
+        // skip the atomic read-modify-write while it is busy.
+        for b in core.bases.of_worker(index) {
+            b.claim_ownership();
+        }
         core.nohz.swap_waker(index, Some(wake));
         if core.nohz.hier.join(index, core.bases.ticks.now()) {
             core.nohz.monitor.someone_active();
@@ -131,6 +136,9 @@ impl Worker {
 impl Drop for Worker {
     fn drop(&mut self) {
         self.idle_exit();
+        for b in self.core.bases.of_worker(self.index) {
+            b.release_ownership();
+        }
         // Out of the pull model: nobody pulls its timers any more, and if
         // it was the last active worker, the idle worker with the first
         // movable event is woken to take the wake-up duty.

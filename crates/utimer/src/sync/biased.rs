@@ -1,0 +1,335 @@
+//! The base lock, biased towards its owner: the worker's own thread takes
+//! and releases it without an atomic read-modify-write; any other thread
+//! takes the spinlock inside it, after revoking the bias if it is on.
+//!
+//! # Why
+//!
+//! The pull model queues every timer on the arming thread's own worker,
+//! so nearly every lock of a base is taken by the worker that owns it. A
+//! spinlock costs that thread two atomic read-modify-writes per critical
+//! section (lock and, for a futex mutex, unlock; ours unlocks with a plain
+//! store but locks with an exchange), a third of an arm + cancel. The
+//! remote side is rare: another thread arming or cancelling one of this
+//! worker's timers, the pull model's remote expiry of an idle worker, a
+//! stall.
+//!
+//! # The protocol (an asymmetric Dekker lock)
+//!
+//! ```text
+//!   owner (biased)                      remote (any other thread)
+//!   --------------                      -------------------------
+//!   owner_in = 1        (plain)         spin.lock()
+//!   compiler fence      (light)         if biased:
+//!   if biased:          (plain)             biased = 0          (plain)
+//!       critical section                    membarrier()        (heavy)
+//!       owner_in = 0    (release)           wait while owner_in (acquire)
+//!   else:                               critical section
+//!       owner_in = 0                    spin.unlock()
+//!       spin.lock() ... (as remote)
+//! ```
+//!
+//! The owner's fast path is two plain stores and a load. What makes it
+//! sound without a CPU fence on the owner's side is the remote's
+//! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: it runs a full memory
+//! barrier on every CPU that is running a thread of this process (a CPU
+//! not running one passes through the scheduler, a barrier too). So
+//! either the owner's `owner_in = 1` is visible to the remote's read after
+//! the barrier (the remote waits for the owner to leave), or the owner's
+//! read of `biased` comes after the barrier and sees 0 (the owner backs
+//! off to the spinlock, which the remote holds). Never both in.
+//!
+//! Revoking costs a system call (11 µs measured on the 2-core development
+//! VM, where it interrupts the other CPU), so the bias adapts to the
+//! traffic, and revocations get rarer the more often they happen:
+//!
+//! * A revocation turns the bias off and doubles the owner's *window*
+//!   (from 64 up to 2^20 critical sections).
+//! * While the bias is off, the owner counts its own critical sections in
+//!   a row with no other thread's in between; when the count reaches the
+//!   window, it turns the bias on again, under the spinlock.
+//!
+//! A worker whose timers only it touches (an event loop) runs biased; one
+//! that other threads use steadily (a runtime worker that application
+//! threads arm timers on, an idle worker whose movable timers the pull
+//! model expires remotely) stops re-biasing after a few revocations,
+//! and its lock is the spinlock it always was. Between the two, at most
+//! one revocation per window of the owner's own work, and the window
+//! doubles each time. Without `membarrier` (old kernels, seccomp), no bias
+//! is ever set: everybody takes the spinlock, as before.
+//!
+//! # Ownership
+//!
+//! A base has at most one owner, named by a per-thread token (the address
+//! of a thread-local, unique among live threads): the thread that
+//! registered as its worker ([`BiasedLock::claim`] succeeds for one thread
+//! only; a second registration of the same worker simply gets no fast
+//! path). The owner gives it up when it unregisters
+//! ([`BiasedLock::release_ownership`]).
+//!
+//! # Loom
+//!
+//! Loom has no asymmetric fences; its model treats the owner's compiler
+//! fence and the membarrier as `SeqCst` fences on both sides, which is the
+//! guarantee the pair gives (`biased/tests.rs`).
+
+use super::{spin_hint, thread_local, yield_now, AtomicBool, AtomicU32, AtomicUsize, SpinLock};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+/// How a [`BiasedLock`] is held; give it back to [`BiasedLock::unlock`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[must_use]
+pub(crate) enum Held {
+    /// By its owner, without the spinlock.
+    Biased,
+    /// Through the spinlock.
+    Shared,
+}
+
+pub(crate) struct BiasedLock {
+    spin: SpinLock,
+    /// The owner may enter without the spinlock. Set and cleared only
+    /// under the spinlock; read by the owner without it.
+    biased: AtomicBool,
+    /// The owner is inside a biased critical section.
+    owner_in: AtomicBool,
+    /// The owner's token, 0 for none.
+    owner: AtomicUsize,
+    /// Critical sections of other threads on the spinlock, while there is
+    /// an owner. Written under the spinlock (a load and a store).
+    remote: AtomicU32,
+    /// The owner's bookkeeping, touched only by the owner under the
+    /// spinlock: `remote` as it last saw it, its own critical sections
+    /// since, and how many it needs to turn the bias back on.
+    seen: AtomicU32,
+    quiet: AtomicU32,
+    window: AtomicU32,
+}
+
+/// The owner's first window.
+#[cfg(not(loom))]
+const INITIAL_WINDOW: u32 = 64;
+/// (Small under loom, so that models reach the re-bias.)
+#[cfg(loom)]
+const INITIAL_WINDOW: u32 = 1;
+/// The largest window.
+const MAX_WINDOW: u32 = 1 << 20;
+
+thread_local! {
+    /// Its address is this thread's token.
+    static TOKEN: u8 = 0;
+}
+
+/// This thread's token: nonzero, unique among live threads.
+#[inline(always)]
+pub(crate) fn token() -> usize {
+    TOKEN.with(|t| t as *const u8 as usize)
+}
+
+impl BiasedLock {
+    pub(crate) fn new() -> Self {
+        BiasedLock {
+            spin: SpinLock::new(),
+            biased: AtomicBool::new(false),
+            owner_in: AtomicBool::new(false),
+            owner: AtomicUsize::new(0),
+            remote: AtomicU32::new(0),
+            seen: AtomicU32::new(0),
+            quiet: AtomicU32::new(0),
+            window: AtomicU32::new(INITIAL_WINDOW),
+        }
+    }
+
+    /// Takes the lock: without a read-modify-write on the owner's thread
+    /// while biased, else through the spinlock.
+    #[inline]
+    pub(crate) fn lock(&self) -> Held {
+        if self.biased.load(Relaxed) && self.owner.load(Relaxed) == token() {
+            self.owner_in.store(true, Relaxed);
+            light_barrier();
+            if self.biased.load(Relaxed) {
+                return Held::Biased;
+            }
+            // Revoked meanwhile: leave, and queue on the spinlock.
+            self.owner_in.store(false, Release);
+        }
+        self.lock_shared()
+    }
+
+    /// The spinlock, revoking the bias if it is on; then the bookkeeping
+    /// that decides when the owner turns it on again.
+    #[inline]
+    fn lock_shared(&self) -> Held {
+        self.spin.lock();
+        if self.biased.load(Relaxed) {
+            self.revoke();
+        }
+        let owner = self.owner.load(Relaxed);
+        if owner != 0 {
+            if owner == token() {
+                self.owner_section();
+            } else {
+                let r = self.remote.load(Relaxed);
+                self.remote.store(r.wrapping_add(1), Relaxed);
+            }
+        }
+        Held::Shared
+    }
+
+    /// Under the spinlock: turns the bias off, doubles the owner's window,
+    /// and waits for the owner to leave a critical section it may be in.
+    #[cold]
+    fn revoke(&self) {
+        self.biased.store(false, Relaxed);
+        let w = self.window.load(Relaxed);
+        self.window.store((w * 2).min(MAX_WINDOW), Relaxed);
+        heavy_barrier();
+        let mut spins = 0u32;
+        while self.owner_in.load(Acquire) {
+            if spins < 64 {
+                spins += 1;
+                spin_hint();
+            } else {
+                yield_now();
+            }
+        }
+    }
+
+    /// The owner, under the spinlock: one more critical section of its
+    /// own; the bias goes back on after a window of them with no other
+    /// thread's in between.
+    #[inline]
+    fn owner_section(&self) {
+        let r = self.remote.load(Relaxed);
+        if r != self.seen.load(Relaxed) {
+            self.seen.store(r, Relaxed);
+            self.quiet.store(0, Relaxed);
+            return;
+        }
+        let q = self.quiet.load(Relaxed) + 1;
+        if q < self.window.load(Relaxed) {
+            self.quiet.store(q, Relaxed);
+            return;
+        }
+        self.quiet.store(0, Relaxed);
+        if membarrier_ready() {
+            // Nobody else is inside (we hold the spinlock); whoever takes
+            // it next sees the flag and revokes.
+            self.biased.store(true, Relaxed);
+        }
+    }
+
+    /// Releases the lock as it was taken.
+    #[inline]
+    pub(crate) fn unlock(&self, held: Held) {
+        match held {
+            Held::Biased => self.owner_in.store(false, Release),
+            Held::Shared => self.spin.unlock(),
+        }
+    }
+
+    /// Makes this thread the owner if there is none, with the bias on.
+    /// Returns whether it is the owner now.
+    pub(crate) fn claim(&self) -> bool {
+        let me = token();
+        self.spin.lock();
+        let owner = self.owner.load(Relaxed);
+        let ok = owner == 0 || owner == me;
+        if ok {
+            self.owner.store(me, Relaxed);
+            self.biased.store(membarrier_ready(), Relaxed);
+            self.window.store(INITIAL_WINDOW, Relaxed);
+            self.quiet.store(0, Relaxed);
+            self.seen.store(self.remote.load(Relaxed), Relaxed);
+        }
+        self.spin.unlock();
+        ok
+    }
+
+    /// The owner gives the lock up (it unregisters): no bias, no owner.
+    pub(crate) fn release_ownership(&self) {
+        if self.owner.load(Relaxed) != token() {
+            return;
+        }
+        // The owner is not inside: no barrier needed.
+        self.spin.lock();
+        self.biased.store(false, Relaxed);
+        self.owner.store(0, Relaxed);
+        self.spin.unlock();
+    }
+
+    /// Whether the bias is on (for tests and statistics).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn is_biased(&self) -> bool {
+        self.biased.load(Relaxed)
+    }
+}
+
+/// The owner's half of the barrier pair: only keeps the compiler from
+/// moving the load of `biased` before the store of `owner_in`.
+#[inline(always)]
+fn light_barrier() {
+    #[cfg(not(loom))]
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+    #[cfg(loom)]
+    loom::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The remote's half: a full barrier on every CPU running this process.
+fn heavy_barrier() {
+    #[cfg(not(loom))]
+    membarrier::private_expedited();
+    #[cfg(loom)]
+    loom::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Whether the heavy barrier works here (registered once per process).
+fn membarrier_ready() -> bool {
+    #[cfg(not(loom))]
+    return membarrier::ready();
+    #[cfg(loom)]
+    return true;
+}
+
+#[cfg(not(loom))]
+mod membarrier {
+    use std::sync::OnceLock;
+
+    const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+    const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+    static READY: OnceLock<bool> = OnceLock::new();
+
+    /// Registers the process for private expedited barriers, once.
+    pub(super) fn ready() -> bool {
+        *READY.get_or_init(|| {
+            // Miri cannot run the system call: no bias there.
+            if cfg!(miri) {
+                return false;
+            }
+            // SAFETY: membarrier with a command and flags 0 takes no
+            // pointers and changes no memory of ours.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_membarrier,
+                    MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+                    0,
+                )
+            };
+            r == 0
+        })
+    }
+
+    /// A full memory barrier on every CPU running a thread of this process.
+    pub(super) fn private_expedited() {
+        // Only called with a bias set, which only `ready()` allows.
+        debug_assert!(READY.get() == Some(&true));
+        // SAFETY: as above.
+        let r = unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) };
+        // Registered, so it cannot fail; if it ever did, the owner might be
+        // inside: there is no safe way on.
+        assert_eq!(r, 0, "membarrier failed after registration");
+    }
+}
+
+#[cfg(test)]
+mod tests;
