@@ -327,10 +327,14 @@ pub fn run_all(r: &mut Runner) {
         );
     }
     r.case("rearm", "same_bucket", Schedule::Interleaved, || {
-        all_peers!(rearm(1))
+        let mut rows = all_peers!(rearm(1));
+        rows.insert(1, rearm::<OwnerUtimerPeer>(1));
+        rows
     });
     r.case("rearm", "new_bucket", Schedule::Interleaved, || {
-        all_peers!(rearm(REARM_JUMP))
+        let mut rows = all_peers!(rearm(REARM_JUMP));
+        rows.insert(1, rearm::<OwnerUtimerPeer>(REARM_JUMP));
+        rows
     });
 
     let case = format!("{} due", human(expiry_n));
@@ -347,6 +351,7 @@ pub fn run_all(r: &mut Runner) {
         let kernel = "the kernel fires these itself; there is no user-space expiry run to time";
         vec![
             expiry::<UtimerPeer>(expiry_n),
+            expiry::<OwnerUtimerPeer>(expiry_n),
             expiry::<TokioSleepPeer>(expiry_n),
             expiry::<DelayQueuePeer>(expiry_n),
             expiry::<HeapPeer>(expiry_n),
