@@ -233,7 +233,7 @@ fn on_fire(shared: &Shared, track: &Track, t: &Timer) {
         None => flag_b(&books.double, line!(), &b),
         Some(e) => {
             if Instant::now() < shared.ticks.instant(e) {
-                bump(&books.early);
+                flag_b(&books.early, line!(), &b);
             }
         }
     }
