@@ -184,6 +184,12 @@ struct Belief {
     rearm: bool,
     /// The handle was dropped.
     dropped: bool,
+    /// The owner is inside `delete_sync` (called without the lock): the
+    /// callback may run meanwhile, and `queued` may already be cancelled.
+    syncing: bool,
+    /// Arms that the `delete_sync` in progress cancelled before the
+    /// callback's re-arm replaced them (see `on_fire`).
+    sync_cancelled: u64,
 }
 
 impl Belief {
@@ -245,7 +251,17 @@ fn on_fire(shared: &Shared, track: &Track, t: &Timer) {
             Ok(was) => {
                 // Pending only if the owner re-armed it since the expiry
                 // took it off (then `queued` holds that arm, replaced now).
-                if was != b.queued.is_some() {
+                // Except while the owner is inside `delete_sync`, which
+                // runs without the lock: it may have cancelled that arm
+                // already (the expiry cannot have taken it: this run is
+                // busy with this very callback), and it will cancel this
+                // re-arm too unless it fires first. The library promises
+                // only that when `delete_sync` returns the timer is neither
+                // pending nor running; the owner settles the count then.
+                if !was && b.queued.is_some() && b.syncing {
+                    b.queued = None;
+                    b.sync_cancelled += 1;
+                } else if was != b.queued.is_some() {
                     flag_b(&books.inconsistent, line!(), &b);
                 }
                 if !was {
@@ -420,22 +436,29 @@ fn owner(sys: Arc<TimerSystem>, shared: Arc<Shared>, id: usize, args: &Args) -> 
             }
             80..=91 => {
                 // Not under the lock: it waits for the callback, which
-                // takes it.
+                // takes it. Meanwhile the callback may consume arms and
+                // re-arm the timer, and `delete_sync` (which loops until
+                // the callback is done) cancels such a re-arm too: it may
+                // cancel more than one arm, and "was pending" says whether
+                // it cancelled any.
+                lock(&slot.belief).syncing = true;
                 let was = slot.timer.delete_sync();
                 let mut b = lock(&slot.belief);
+                b.syncing = false;
                 b.note('S', was.map_or(-1, |w| w as i8), 0, sys.now());
+                // Neither pending nor running now: what is still queued was
+                // cancelled, as were the arms the callback's re-arm found
+                // cancelled.
+                let cancelled = std::mem::take(&mut b.sync_cancelled) + b.queued.is_some() as u64;
+                b.queued = None;
                 match was {
-                    Ok(true) => {
-                        if b.queued.take().is_none() {
-                            flag_b(&books.inconsistent, line!(), &b);
-                        }
-                        bump(&books.cancels);
-                    }
+                    Ok(true) if cancelled == 0 => flag_b(&books.inconsistent, line!(), &b),
                     // Not pending: whatever was queued has fired by now.
-                    Ok(false) if b.queued.take().is_some() => flag_b(&books.lost, line!(), &b),
-                    Ok(false) => {}
+                    Ok(false) if cancelled > 0 => flag_b(&books.lost, line!(), &b),
+                    Ok(_) => {}
                     Err(_) => flag_b(&books.inconsistent, line!(), &b),
                 }
+                books.cancels.fetch_add(cancelled, Relaxed);
                 // No callback is running or owed now.
                 if b.dequeued.take().is_some() {
                     flag_b(&books.lost, line!(), &b);
