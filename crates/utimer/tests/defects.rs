@@ -168,3 +168,41 @@ fn a_stale_thread_binding_never_names_a_new_system() {
         assert!(t.delete());
     }
 }
+
+/// Found by the soak (`examples/soak.rs`): a hot-unplug re-queued each
+/// moved timer at its expiry of record, not at the tick its bucket fires.
+/// A lock-free same-bucket re-arm writes nothing (it relies on the bucket
+/// firing at the same tick), so after the move the timer fired at the old
+/// expiry, before the one the re-arm asked for: armed for 418 (level 1,
+/// fires at 424), `modify(424)` answered "pending", and the moved timer
+/// fired at 418.
+#[test]
+fn a_moved_timer_keeps_a_same_bucket_rearm() {
+    let (sys, clock) = common::manual(2);
+    clock.set(300);
+    sys.run_expired(0, 300).unwrap();
+    let (n, f) = counter();
+    let t = sys.timer(f);
+    {
+        let _w0 = sys.enter(0).unwrap();
+        assert!(!t.modify(418).unwrap());
+        assert_eq!(t.fires_at(), Some(424), "level 1 from clock 301");
+        assert!(
+            t.modify(424).unwrap(),
+            "same bucket: no lock, nothing written"
+        );
+    }
+    // Worker 1's clock is ahead: there 418 lands on level 0.
+    clock.set(400);
+    sys.run_expired(1, 400).unwrap();
+    assert_eq!(sys.offline(0).unwrap(), 1);
+    assert!(t.is_pending());
+    for now in 401..424 {
+        clock.set(now);
+        sys.run_expired(1, now).unwrap();
+        assert_eq!(n.load(SeqCst), 0, "fired at {now}, before 424");
+    }
+    clock.set(424);
+    sys.run_expired(1, 424).unwrap();
+    assert_eq!(n.load(SeqCst), 1);
+}

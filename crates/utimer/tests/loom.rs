@@ -18,8 +18,14 @@ use utimer::{Clock, TimerSystem};
 
 /// One helper runs every model, bounded so that it finishes in CI.
 fn model(f: impl Fn() + Sync + Send + 'static) {
+    model_bounded(4, f);
+}
+
+/// [`model`] with another preemption bound, for a model whose long
+/// operation (a hot-unplug) would make the default one too slow.
+fn model_bounded(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(4);
+    b.preemption_bound = Some(preemptions);
     b.max_branches = 10_000;
     b.check(f);
 }
@@ -77,7 +83,8 @@ fn modify_vs_expire() {
 
 /// A timer migrating to another worker's base while another thread deletes
 /// it: lock_timer_base() follows it (MIGRATING), nothing is lost or
-/// double-queued.
+/// double-queued, and the delete always finds it pending (it was pending
+/// before the move and after it; a moving timer reads as pending).
 #[test]
 fn migrate_vs_delete() {
     model(|| {
@@ -97,8 +104,9 @@ fn migrate_vs_delete() {
         };
         let deleted = t.delete();
         let moved_was_pending = mover.join().unwrap();
-        // Either delete came first (the move re-armed it), or the move did.
-        assert!(deleted || moved_was_pending);
+        // Either delete came first (the move re-armed it), or the move did;
+        // either way the delete found it pending.
+        assert!(deleted, "delete took a moving timer for idle");
         assert_eq!(t.is_pending(), !deleted || !moved_was_pending);
         let s = sys.stats();
         assert_eq!(s.pending, t.is_pending() as u64);
@@ -313,5 +321,33 @@ fn offline_vs_concurrent_arm() {
         assert_eq!(sys.run_expired(1, 5).unwrap(), 0);
         assert_eq!(sys.run_expired(0, 5).unwrap(), 1);
         assert_eq!(fired.load(SeqCst), 1);
+    });
+}
+
+/// A worker taken offline while another thread deletes its pending timer:
+/// the delete never takes the moving timer for idle (it answers "pending"
+/// and cancels it, before or after the move), and nothing fires.
+#[test]
+fn offline_vs_delete() {
+    model_bounded(2, || {
+        let (sys, clock) = system(2);
+        let fired = Arc::new(AtomicUsize::new(0));
+        let f = fired.clone();
+        let me = sys.enter(1).unwrap();
+        let t = Arc::new(sys.timer(move |_| {
+            f.fetch_add(1, SeqCst);
+        }));
+        t.modify(5).unwrap();
+        drop(me);
+        let (s2, t2) = (sys.clone(), t.clone());
+        let unplug = thread::spawn(move || s2.offline(1).unwrap());
+        assert!(t.delete(), "delete took a moving timer for idle");
+        assert!(unplug.join().unwrap() <= 1);
+        assert!(!t.is_pending());
+        clock.set(5);
+        assert_eq!(sys.run_expired(0, 5).unwrap(), 0);
+        assert_eq!(fired.load(SeqCst), 0);
+        let s = sys.stats();
+        assert_eq!((s.armed, s.deleted, s.pending), (1, 1, 0));
     });
 }

@@ -8,11 +8,19 @@
 //! already under way to end (the run stops after the callback in progress:
 //! a callback never moves off the base where it runs), then moves every
 //! pending timer, pinned ones included, to the same kind of base on the
-//! routed worker, in one batch: each timer is detached and tagged
-//! `MIGRATING` under the old lock, and lands under the new lock, with no
-//! two locks held (as `BaseGuard::migrate`). A `delete` or `delete_sync`
-//! of a moving timer waits in `lock_timer_base()` until it has landed, then
+//! routed worker, in one batch: each timer is taken off the wheel and
+//! tagged `MIGRATING` under the old lock, and lands under the new lock,
+//! with no two locks held (as `BaseGuard::migrate`). Its state word keeps
+//! saying "pending" until it lands, so a `delete`, `delete_sync` or
+//! `modify_pending` of a moving timer never answers "not pending" without a
+//! lock: it waits in `lock_timer_base()` until the timer has landed, then
 //! acts on it there; nothing is lost or fires twice.
+//!
+//! A moved timer lands at the tick its bucket fires (its expiry rounded up
+//! to its level), which becomes its expiry of record: a lock-free
+//! same-bucket re-arm (`timer/modify.rs`) writes nothing and relies on
+//! that tick, so re-queueing at the older expiry of record could fire it
+//! before the expiry that re-arm asked for.
 //!
 //! Hot-plug operations are serialized by one mutex; they are rare and may
 //! block (waiting for a callback), so they are refused inside a callback.
@@ -165,11 +173,19 @@ impl Bases {
             // SAFETY: a queued timer is live (entry/ lifetime rules), and we
             // hold its base's lock.
             let t = unsafe { TimerRef::new(ptr) };
-            let expires = t.get().state.load(Relaxed).expires();
-            t.get().state.detach(false, &locked);
+            // The state word stays as it is (pending) until the timer lands:
+            // lock-free readers must not take a moving timer for idle.
+            let word = t.get().state.load(Relaxed);
+            // It lands at the tick its bucket fires, not at its expiry of
+            // record: a lock-free same-bucket re-arm wrote nothing and
+            // relies on that tick (`timer/modify.rs`), so the record may be
+            // earlier than the latest expiry asked for. Never early, and no
+            // later than it would have fired here (a fresher clock places
+            // it on the same or a finer level).
+            let at = word.fires_at().unwrap_or(word.expires());
             // SAFETY: the word is this base's address, tagged MIGRATING.
             unsafe { t.get().set_base_word(tagged, &locked) };
-            moving.push((ptr, expires));
+            moving.push((ptr, at));
         });
         guard.publish_next();
         drop(guard);
@@ -186,5 +202,59 @@ impl Bases {
         }
         guard.stats.migrated += moving.len() as u64;
         moving.len()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::base::BaseKind;
+    use crate::{Clock, TimerSystem};
+    use std::sync::Arc;
+    use std::thread;
+
+    /// Found by the soak: a timer that a hot-unplug is moving between two
+    /// bases read as idle, so `delete`, `delete_sync`, `modify_pending` and
+    /// `is_pending` answered "not pending" without a lock, while it landed
+    /// pending on the other worker (and fired later). The test holds the
+    /// target base's lock to keep the move between its two halves.
+    #[test]
+    fn a_timer_moved_by_offline_stays_pending() {
+        let sys = Arc::new(
+            TimerSystem::builder()
+                .workers(2)
+                .clock(Clock::manual())
+                .build(),
+        );
+        let t = Arc::new(sys.timer(|_| {}));
+        {
+            let _w0 = sys.enter(0).unwrap();
+            t.modify(50).unwrap();
+        }
+        let bases = &sys.core().bases;
+        let (from, to) = (
+            bases.base(0, BaseKind::Global),
+            bases.base(1, BaseKind::Global),
+        );
+        let held = to.lock();
+        let offline = {
+            let sys = sys.clone();
+            thread::spawn(move || sys.offline(0))
+        };
+        // Taken off worker 0 (and tagged MIGRATING) under one lock; it
+        // cannot land while we hold worker 1's.
+        while !from.lock().wheel.is_empty() {
+            thread::yield_now();
+        }
+        assert!(t.is_pending(), "a moving timer reads as not pending");
+        let deleter = {
+            let t = t.clone();
+            thread::spawn(move || t.delete())
+        };
+        drop(held);
+        assert_eq!(offline.join().unwrap(), Ok(1));
+        assert!(deleter.join().unwrap(), "delete found a moving timer idle");
+        assert!(!t.is_pending());
+        let s = sys.stats();
+        assert_eq!((s.armed, s.deleted, s.pending), (1, 1, 0));
     }
 }

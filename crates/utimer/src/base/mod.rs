@@ -592,6 +592,26 @@ impl<'a> BaseGuard<'a> {
         true
     }
 
+    /// Takes `t` off the wheel if it is queued, **leaving its state word
+    /// pending**, for a move to another base (`migrate`, or a hot-unplug):
+    /// until it lands (the enqueue there rewrites the word) lock-free
+    /// readers still see it pending, and go through `lock_timer_base()`,
+    /// which waits while it is `MIGRATING`. The caller tags it `MIGRATING`
+    /// under this same lock. Returns whether it was queued.
+    #[inline]
+    pub(crate) fn unlink_for_move(&mut self, t: TimerRef<'_>) -> bool {
+        let timer = t.get();
+        if !timer.state.load(Relaxed).is_pending() {
+            return false;
+        }
+        let locked = self.locked();
+        let removed = self.wheel.remove(Key::unchecked(timer.key(&locked)));
+        debug_assert_eq!(removed, Some(TimerPtr(t.ptr())));
+        debug_assert!(!self.base.is_running(t));
+        trace::timer_cancel(t.ptr().addr().get(), self.base.worker());
+        true
+    }
+
     /// [`detach_if_pending`](Self::detach_if_pending), counted as a delete:
     /// what every cancelling call does.
     #[inline(always)]
@@ -603,7 +623,8 @@ impl<'a> BaseGuard<'a> {
         true
     }
 
-    /// Moves `t` (detached, on this base) to `to`, without holding two
+    /// Moves `t` (off the wheel, on this base; see
+    /// [`unlink_for_move`](Self::unlink_for_move)) to `to`, without holding two
     /// locks: marks it `MIGRATING`, releases this lock, takes `to`'s, and
     /// lands it there. Returns the guard of `to`.
     pub(crate) fn migrate(self, t: TimerRef<'_>, to: &'a Base) -> BaseGuard<'a> {

@@ -29,7 +29,10 @@
 //! * `state`, `base` and `key` are written only by a thread holding the
 //!   lock of the base named in `base`; writes take a [`Locked`] proof.
 //!   `MIGRATING` is set and cleared only while moving between two bases,
-//!   holding the old, then the new base's lock.
+//!   holding the old, then the new base's lock. A pending timer's `state`
+//!   stays pending while it moves (it is off both wheels, and `key` means
+//!   nothing then); the enqueue on the new base rewrites it. Lock-free
+//!   readers thus never take a moving timer for idle.
 //! * `state`, `base` and `flags` may be read by anyone at any time; `key`
 //!   only under the lock.
 //! * `flags` holds [`PINNED`] and [`DEFERRABLE`], fixed at creation, and

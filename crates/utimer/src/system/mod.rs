@@ -366,8 +366,10 @@ impl TimerSystem {
     /// no timer is armed on it or expired by it any more, and its pending
     /// timers, pinned ones and hrtimers included, move to an online worker (the next
     /// online one after it), which fires them as it would its own: nothing
-    /// is lost, nothing fires twice. A callback running on it finishes
-    /// first (this waits for it); `delete_sync` of a moving timer waits
+    /// is lost, nothing fires twice, nothing fires earlier than its bucket
+    /// would have (a moved timer lands at its bucket's tick). A callback
+    /// running on it finishes first (this waits for it); a moving timer
+    /// reads as pending, and `delete`, `delete_sync` or a re-arm of it waits
     /// until it has landed. Threads bound to it keep arming, on the worker
     /// it is routed to. Returns how many timers moved.
     ///

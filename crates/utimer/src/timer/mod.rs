@@ -298,7 +298,9 @@ impl Timer {
 
     /// The expiry of record, in ticks: the last expiry the timer was queued
     /// with (clamped to the wheel's range). A re-arm that lands in the same
-    /// bucket fires at the same tick and keeps this value. In the timer's
+    /// bucket fires at the same tick and keeps this value. A timer moved by
+    /// a hot-unplug ([`TimerSystem::offline`](crate::TimerSystem::offline))
+    /// takes the tick its bucket fires at. In the timer's
     /// own callback it is the latest arm, which may be a concurrent re-arm.
     /// The kernel's `timer->expires`.
     #[inline]

@@ -323,7 +323,6 @@ fn modify_locked(
         }
         _ => {}
     }
-    guard.detach_if_pending(t);
 
     let table = guard.base.table();
     let worker = table.route(match mode {
@@ -333,7 +332,12 @@ fn modify_locked(
     let target = table.base_for(worker, timer.flags());
     if !std::ptr::eq(target, guard.base) && !guard.base.is_running(t) {
         // Between the two locks the timer is on no base; MIGRATING makes
-        // lock_timer_base() wait for it to arrive.
+        // lock_timer_base() wait for it to arrive. A pending timer keeps
+        // reading as pending meanwhile (the kernel's
+        // `detach_if_pending(timer, base, false)`): a lock-free `delete`,
+        // `delete_sync` or `modify_pending` on another thread must not
+        // answer "not pending" for a timer that lands pending.
+        guard.unlink_for_move(t);
         guard = guard.migrate(t, target);
         while guard.is_offline() {
             // Its worker went offline between the route and the lock: the
@@ -347,8 +351,11 @@ fn modify_locked(
             // The system shut down meanwhile; the detached timer stays
             // cancelled, as every timer is at shutdown.
             guard.stats.deleted += was_pending as u64;
+            t.get().state.detach(false, &guard.locked());
             return Err(TimerError::Shutdown);
         }
+    } else {
+        guard.detach_if_pending(t);
     }
     enqueue_hinted(&mut guard, t, expires, hint, was_pending);
     Ok(was_pending)
@@ -421,6 +428,54 @@ mod tests {
         clock.set(2000 + 64);
         sys.run_expired(0, sys.now()).unwrap();
         fired.load(Ordering::Relaxed)
+    }
+
+    /// A timer that `modify` moves to another worker's base must read as
+    /// pending between the two locks, as the kernel's does
+    /// (`detach_if_pending(timer, base, false)`): a `delete` from another
+    /// thread in that window used to answer "not pending" without a lock
+    /// while the timer landed pending. The test holds the target base's
+    /// lock to keep the move between its two halves.
+    #[test]
+    fn a_timer_moved_by_modify_stays_pending() {
+        use crate::base::BaseKind;
+        use std::thread;
+        let sys = Arc::new(
+            TimerSystem::builder()
+                .workers(2)
+                .clock(Clock::manual())
+                .build(),
+        );
+        let t = Arc::new(sys.timer(|_| {}));
+        {
+            let _w0 = sys.enter(0).unwrap();
+            t.modify(50).unwrap();
+        }
+        let bases = &sys.core().bases;
+        let (from, to) = (
+            bases.base(0, BaseKind::Global),
+            bases.base(1, BaseKind::Global),
+        );
+        let held = to.lock();
+        let mover = {
+            let (sys, t) = (sys.clone(), t.clone());
+            thread::spawn(move || {
+                let _w1 = sys.enter(1).unwrap();
+                t.modify(60).unwrap()
+            })
+        };
+        while !from.lock().wheel.is_empty() {
+            thread::yield_now();
+        }
+        assert!(t.is_pending(), "a moving timer reads as not pending");
+        let deleter = {
+            let t = t.clone();
+            thread::spawn(move || t.delete())
+        };
+        drop(held);
+        assert!(mover.join().unwrap(), "it was pending when moved");
+        assert!(deleter.join().unwrap(), "delete found a moving timer idle");
+        assert!(!t.is_pending());
     }
 
     #[test]
