@@ -206,3 +206,46 @@ fn a_moved_timer_keeps_a_same_bucket_rearm() {
     sys.run_expired(1, 424).unwrap();
     assert_eq!(n.load(SeqCst), 1);
 }
+
+/// Each base keeps a lock-free mirror of its next expiry (what
+/// `next_expiry` and the idle path read). A timer that leaves a base —
+/// cancelled, moved to another worker by `modify`, or moved by a
+/// hot-unplug — must not linger there: the worker would report (and wake
+/// for) a timer it no longer has.
+#[test]
+fn next_expiry_forgets_timers_that_left_the_base() {
+    let (sys, _clock) = common::manual(2);
+    let t = sys.timer(|_| {});
+    {
+        let _w0 = sys.enter(0).unwrap();
+        t.modify(50).unwrap();
+    }
+    assert_eq!(sys.next_expiry(0).unwrap(), Some(50));
+    assert_eq!(sys.next_expiry(1).unwrap(), None);
+    // Moved by a re-arm from worker 1.
+    {
+        let _w1 = sys.enter(1).unwrap();
+        assert!(t.modify(60).unwrap());
+    }
+    assert_eq!(sys.next_expiry(0).unwrap(), None, "moved away");
+    assert_eq!(sys.next_expiry(1).unwrap(), Some(60));
+    // Moved by a hot-unplug of worker 1.
+    assert_eq!(sys.offline(1).unwrap(), 1);
+    assert_eq!(sys.next_expiry(1).unwrap(), None, "unplugged");
+    assert_eq!(sys.next_expiry(0).unwrap(), Some(60));
+    sys.online(1).unwrap();
+    // Cancelled: none left; re-armed earlier and later: exact each time.
+    assert!(t.delete());
+    assert_eq!(sys.next_expiry(0).unwrap(), None, "cancelled");
+    let u = sys.timer(|_| {});
+    {
+        let _w0 = sys.enter(0).unwrap();
+        t.modify(40).unwrap();
+        u.modify(30).unwrap();
+        assert_eq!(sys.next_expiry(0).unwrap(), Some(30));
+        assert!(u.delete());
+        assert_eq!(sys.next_expiry(0).unwrap(), Some(40), "the first left");
+        t.modify(45).unwrap();
+        assert_eq!(sys.next_expiry(0).unwrap(), Some(45));
+    }
+}

@@ -94,7 +94,7 @@ pub use stats::BaseStats;
 pub(crate) use stats::Counters;
 pub(crate) use table::{Bases, BasesConfig, Binding, Hooks, PanicHook};
 
-use crate::entry::{Locked, RawTimer, TimerRef, MIGRATING};
+use crate::entry::{Locked, RawTimer, TimerRef, Word, MIGRATING};
 use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, BiasedLock, Held, UnsafeCell};
 use crate::wheel::{
     calc_position, clamp_expiry, level_limit, Key, Position, Unchecked, Wheel, DUE,
@@ -577,17 +577,7 @@ impl<'a> BaseGuard<'a> {
         debug_assert_eq!(removed, Some(TimerPtr(t.ptr())));
         let running = self.base.is_running(t);
         timer.state.detach(running, &locked);
-        // The mirror: if this timer may have been the first (it emptied a
-        // bucket, or it was due), the first is unknown now.
-        let next = self.base.next.load(Relaxed);
-        if next != NEXT_UNKNOWN && (self.wheel.needs_recalc() || w.idx() == DUE) {
-            let now = if self.wheel.is_empty() {
-                NEXT_NONE
-            } else {
-                NEXT_UNKNOWN
-            };
-            self.base.next.store(now, Release);
-        }
+        self.note_removed(w);
         trace::timer_cancel(t.ptr().addr().get(), self.base.worker());
         true
     }
@@ -605,11 +595,29 @@ impl<'a> BaseGuard<'a> {
             return false;
         }
         let locked = self.locked();
+        let w = timer.state.load(Relaxed);
         let removed = self.wheel.remove(Key::unchecked(timer.key(&locked)));
         debug_assert_eq!(removed, Some(TimerPtr(t.ptr())));
         debug_assert!(!self.base.is_running(t));
+        self.note_removed(w);
         trace::timer_cancel(t.ptr().addr().get(), self.base.worker());
         true
+    }
+
+    /// The mirror after a timer whose word was `w` left the wheel: if it
+    /// may have been the first (it emptied a bucket, or it was due), the
+    /// first is unknown now (or there is none).
+    #[inline(always)]
+    fn note_removed(&self, w: Word) {
+        let next = self.base.next.load(Relaxed);
+        if next != NEXT_UNKNOWN && (self.wheel.needs_recalc() || w.idx() == DUE) {
+            let now = if self.wheel.is_empty() {
+                NEXT_NONE
+            } else {
+                NEXT_UNKNOWN
+            };
+            self.base.next.store(now, Release);
+        }
     }
 
     /// [`detach_if_pending`](Self::detach_if_pending), counted as a delete:
