@@ -94,11 +94,9 @@ pub use stats::BaseStats;
 pub(crate) use stats::Counters;
 pub(crate) use table::{Bases, BasesConfig, Binding, Hooks, PanicHook};
 
-use crate::entry::{Locked, RawTimer, TimerRef, Word, MIGRATING};
+use crate::entry::{Locked, RawTimer, TimerRef, MIGRATING};
 use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, BiasedLock, Held, UnsafeCell};
-use crate::wheel::{
-    calc_position, clamp_expiry, level_limit, Key, Position, Unchecked, Wheel, DUE,
-};
+use crate::wheel::{calc_position, clamp_expiry, level_limit, Key, Position, Unchecked, Wheel};
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -199,13 +197,14 @@ pub(crate) struct Base {
     /// The timer whose callback is running on this base, or null.
     pub(crate) running: AtomicPtr<RawTimer>,
     /// Mirror of the wheel's next expiry: [`NEXT_NONE`], [`NEXT_UNKNOWN`]
-    /// (a cancel may have emptied the earliest bucket: ask under the
-    /// lock), or the tick. Written under the lock by every change of the
-    /// wheel (`enqueue` lowers it, `detach_if_pending` makes it unknown if
-    /// it removed the first timer, an expiry run, a forward, a drain or a
-    /// scan stores it exactly), so it is exact whenever the lock is free
-    /// and no expiry run is under way (during one: a lower bound). Read
-    /// without the lock by [`Base::next_expiry`].
+    /// (the wheel changed since it was computed: ask under the lock), or
+    /// the tick. Written under the lock: an arm or a cancel makes it
+    /// unknown (one load when it already is), and whoever computes the
+    /// next expiry under the lock (a reader that found it unknown, the idle
+    /// path, an expiry run, a forward, a drain) stores it. So it is exact
+    /// or unknown whenever the lock is free and no expiry run is under way
+    /// (during one: exact or a lower bound). Read without the lock by
+    /// [`Base::next_expiry`].
     next: AtomicU64,
     /// The table this base lives in.
     table: *const Bases,
@@ -337,10 +336,9 @@ impl Base {
         t.is(self.running.load(Relaxed))
     }
 
-    /// This base's next expiry: one load of its mirror, exact as of the
-    /// last release of the lock, or, when the mirror does not know (a
-    /// cancel emptied the earliest bucket), computed under the lock and
-    /// published. (The idle computation never asks a deferrable
+    /// This base's next expiry: one load of its mirror, or, when the
+    /// mirror does not know (the wheel changed since it was last
+    /// computed), computed under the lock and published. (The idle computation never asks a deferrable
     /// base: those never wake a worker.)
     #[inline]
     pub(crate) fn next_expiry(&self) -> Option<u64> {
@@ -512,18 +510,7 @@ impl<'a> BaseGuard<'a> {
         let locked = self.locked();
         t.get().set_key(key.slot(), &locked);
         t.get().state.queue(expires, pos.idx, &locked);
-        // The mirror: lower it to this timer's time, unless it is unknown
-        // (a scan under the lock will find this one too). A due timer
-        // reports `clk - 1`, as `Wheel::next_expiry` does.
-        let at = if pos.idx == DUE {
-            self.wheel.clk().saturating_sub(1)
-        } else {
-            pos.expiry
-        };
-        let next = self.base.next.load(Relaxed);
-        if at < next && (next != NEXT_UNKNOWN || self.wheel.len() == 1) {
-            self.base.next.store(at, Release);
-        }
+        self.mirror_changed();
         if pos.expiry < self.base.idle_until.load(Relaxed) {
             // Tell the hook once; a later enqueue must beat this one to
             // call it again.
@@ -572,12 +559,11 @@ impl<'a> BaseGuard<'a> {
             return false;
         }
         let locked = self.locked();
-        let w = timer.state.load(Relaxed);
         let removed = self.wheel.remove(Key::unchecked(timer.key(&locked)));
         debug_assert_eq!(removed, Some(TimerPtr(t.ptr())));
         let running = self.base.is_running(t);
         timer.state.detach(running, &locked);
-        self.note_removed(w);
+        self.mirror_changed();
         trace::timer_cancel(t.ptr().addr().get(), self.base.worker());
         true
     }
@@ -595,28 +581,22 @@ impl<'a> BaseGuard<'a> {
             return false;
         }
         let locked = self.locked();
-        let w = timer.state.load(Relaxed);
         let removed = self.wheel.remove(Key::unchecked(timer.key(&locked)));
         debug_assert_eq!(removed, Some(TimerPtr(t.ptr())));
         debug_assert!(!self.base.is_running(t));
-        self.note_removed(w);
+        self.mirror_changed();
         trace::timer_cancel(t.ptr().addr().get(), self.base.worker());
         true
     }
 
-    /// The mirror after a timer whose word was `w` left the wheel: if it
-    /// may have been the first (it emptied a bucket, or it was due), the
-    /// first is unknown now (or there is none).
+    /// The wheel changed (a timer came or went): the mirror no longer
+    /// knows the first expiry. The next reader computes it under the lock
+    /// and publishes it ([`Base::next_expiry`]); until then, arms and
+    /// cancels pay one load here, not a recomputation.
     #[inline(always)]
-    fn note_removed(&self, w: Word) {
-        let next = self.base.next.load(Relaxed);
-        if next != NEXT_UNKNOWN && (self.wheel.needs_recalc() || w.idx() == DUE) {
-            let now = if self.wheel.is_empty() {
-                NEXT_NONE
-            } else {
-                NEXT_UNKNOWN
-            };
-            self.base.next.store(now, Release);
+    fn mirror_changed(&self) {
+        if self.base.next.load(Relaxed) != NEXT_UNKNOWN {
+            self.base.next.store(NEXT_UNKNOWN, Release);
         }
     }
 

@@ -87,13 +87,13 @@ pub(crate) enum Held {
 
 pub(crate) struct BiasedLock {
     spin: SpinLock,
-    /// The owner may enter without the spinlock. Set and cleared only
-    /// under the spinlock; read by the owner without it.
-    biased: AtomicBool,
+    /// The owner's token ([`token`], 0 for none), with [`BIASED`] set while
+    /// the owner may enter without the spinlock. Written only under the
+    /// spinlock; read by the owner without it. One word, so that a lock
+    /// with no owner costs one load and a branch over the spinlock.
+    word: AtomicUsize,
     /// The owner is inside a biased critical section.
     owner_in: AtomicBool,
-    /// The owner's token, 0 for none.
-    owner: AtomicUsize,
     /// Critical sections of other threads on the spinlock, while there is
     /// an owner. Written under the spinlock (a load and a store).
     remote: AtomicU32,
@@ -105,6 +105,10 @@ pub(crate) struct BiasedLock {
     window: AtomicU32,
 }
 
+/// `BiasedLock::word`: the bias is on. Tokens are 8-aligned: the bit is
+/// free.
+const BIASED: usize = 1;
+
 /// The owner's first window.
 #[cfg(not(loom))]
 const INITIAL_WINDOW: u32 = 64;
@@ -115,23 +119,22 @@ const INITIAL_WINDOW: u32 = 1;
 const MAX_WINDOW: u32 = 1 << 20;
 
 thread_local! {
-    /// Its address is this thread's token.
-    static TOKEN: u8 = 0;
+    /// Its address is this thread's token (8-aligned).
+    static TOKEN: u64 = 0;
 }
 
-/// This thread's token: nonzero, unique among live threads.
+/// This thread's token: nonzero, 8-aligned, unique among live threads.
 #[inline(always)]
 pub(crate) fn token() -> usize {
-    TOKEN.with(|t| t as *const u8 as usize)
+    TOKEN.with(|t| t as *const u64 as usize)
 }
 
 impl BiasedLock {
     pub(crate) fn new() -> Self {
         BiasedLock {
             spin: SpinLock::new(),
-            biased: AtomicBool::new(false),
+            word: AtomicUsize::new(0),
             owner_in: AtomicBool::new(false),
-            owner: AtomicUsize::new(0),
             remote: AtomicU32::new(0),
             seen: AtomicU32::new(0),
             quiet: AtomicU32::new(0),
@@ -143,10 +146,11 @@ impl BiasedLock {
     /// while biased, else through the spinlock.
     #[inline]
     pub(crate) fn lock(&self) -> Held {
-        if self.biased.load(Relaxed) && self.owner.load(Relaxed) == token() {
+        let w = self.word.load(Relaxed);
+        if w & BIASED != 0 && w == token() | BIASED {
             self.owner_in.store(true, Relaxed);
             light_barrier();
-            if self.biased.load(Relaxed) {
+            if self.word.load(Relaxed) & BIASED != 0 {
                 return Held::Biased;
             }
             // Revoked meanwhile: leave, and queue on the spinlock.
@@ -155,31 +159,37 @@ impl BiasedLock {
         self.lock_shared()
     }
 
-    /// The spinlock, revoking the bias if it is on; then the bookkeeping
-    /// that decides when the owner turns it on again.
+    /// The spinlock; then, if the lock has an owner, the revocation and
+    /// the bookkeeping that decides when the owner turns the bias on again.
     #[inline]
     fn lock_shared(&self) -> Held {
         self.spin.lock();
-        if self.biased.load(Relaxed) {
-            self.revoke();
-        }
-        let owner = self.owner.load(Relaxed);
-        if owner != 0 {
-            if owner == token() {
-                self.owner_section();
-            } else {
-                let r = self.remote.load(Relaxed);
-                self.remote.store(r.wrapping_add(1), Relaxed);
-            }
+        let w = self.word.load(Relaxed);
+        if w != 0 {
+            self.owned_section(w);
         }
         Held::Shared
+    }
+
+    /// Under the spinlock, on a lock with an owner (`w`, the word).
+    #[inline(never)]
+    fn owned_section(&self, w: usize) {
+        if w & BIASED != 0 {
+            self.revoke(w & !BIASED);
+        }
+        if w & !BIASED == token() {
+            self.owner_section(w & !BIASED);
+        } else {
+            let r = self.remote.load(Relaxed);
+            self.remote.store(r.wrapping_add(1), Relaxed);
+        }
     }
 
     /// Under the spinlock: turns the bias off, doubles the owner's window,
     /// and waits for the owner to leave a critical section it may be in.
     #[cold]
-    fn revoke(&self) {
-        self.biased.store(false, Relaxed);
+    fn revoke(&self, owner: usize) {
+        self.word.store(owner, Relaxed);
         let w = self.window.load(Relaxed);
         self.window.store((w * 2).min(MAX_WINDOW), Relaxed);
         heavy_barrier();
@@ -198,7 +208,7 @@ impl BiasedLock {
     /// own; the bias goes back on after a window of them with no other
     /// thread's in between.
     #[inline]
-    fn owner_section(&self) {
+    fn owner_section(&self, me: usize) {
         let r = self.remote.load(Relaxed);
         if r != self.seen.load(Relaxed) {
             self.seen.store(r, Relaxed);
@@ -214,7 +224,7 @@ impl BiasedLock {
         if membarrier_ready() {
             // Nobody else is inside (we hold the spinlock); whoever takes
             // it next sees the flag and revokes.
-            self.biased.store(true, Relaxed);
+            self.word.store(me | BIASED, Relaxed);
         }
     }
 
@@ -232,11 +242,11 @@ impl BiasedLock {
     pub(crate) fn claim(&self) -> bool {
         let me = token();
         self.spin.lock();
-        let owner = self.owner.load(Relaxed);
+        let owner = self.word.load(Relaxed) & !BIASED;
         let ok = owner == 0 || owner == me;
         if ok {
-            self.owner.store(me, Relaxed);
-            self.biased.store(membarrier_ready(), Relaxed);
+            let bias = if membarrier_ready() { BIASED } else { 0 };
+            self.word.store(me | bias, Relaxed);
             self.window.store(INITIAL_WINDOW, Relaxed);
             self.quiet.store(0, Relaxed);
             self.seen.store(self.remote.load(Relaxed), Relaxed);
@@ -247,20 +257,19 @@ impl BiasedLock {
 
     /// The owner gives the lock up (it unregisters): no bias, no owner.
     pub(crate) fn release_ownership(&self) {
-        if self.owner.load(Relaxed) != token() {
+        if self.word.load(Relaxed) & !BIASED != token() {
             return;
         }
         // The owner is not inside: no barrier needed.
         self.spin.lock();
-        self.biased.store(false, Relaxed);
-        self.owner.store(0, Relaxed);
+        self.word.store(0, Relaxed);
         self.spin.unlock();
     }
 
     /// Whether the bias is on (for tests and statistics).
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn is_biased(&self) -> bool {
-        self.biased.load(Relaxed)
+        self.word.load(Relaxed) & BIASED != 0
     }
 }
 

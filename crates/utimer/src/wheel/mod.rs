@@ -267,15 +267,6 @@ impl<T, G: Generation> Wheel<T, G> {
         (next != u64::MAX).then_some(next)
     }
 
-    /// Whether the cached next expiry must be recomputed: a removal
-    /// emptied a bucket, or a run took one, since it was last computed.
-    /// (For a lock-free mirror of [`next_expiry`](Self::next_expiry): its
-    /// owner learns that the first expiry may have moved.)
-    #[inline]
-    pub fn needs_recalc(&self) -> bool {
-        self.recalc
-    }
-
     /// Earliest bucket time over the levels, from the bitmaps (cached).
     #[inline]
     fn next_bucket_expiry(&mut self) -> u64 {

@@ -4,7 +4,6 @@
 
 use super::*;
 use crate::sync::UnsafeCell;
-use std::sync::Arc;
 
 /// A counter that only the lock protects: a race on it is a data race
 /// (loom reports it; natively, lost increments show).
@@ -32,6 +31,11 @@ impl Guarded {
         held
     }
 
+    /// [`bump`](Self::bump), whatever the path.
+    fn inc(&self) {
+        let _ = self.bump();
+    }
+
     fn get(&self) -> u64 {
         let held = self.lock.lock();
         // SAFETY: the lock is held.
@@ -45,6 +49,7 @@ impl Guarded {
 mod models {
     use super::*;
     use loom::thread;
+    use std::sync::Arc;
 
     fn model(f: impl Fn() + Sync + Send + 'static) {
         let mut b = loom::model::Builder::new();
@@ -61,8 +66,8 @@ mod models {
                 let g = g.clone();
                 thread::spawn(move || {
                     assert!(g.lock.claim());
-                    g.bump();
-                    g.bump();
+                    g.inc();
+                    g.inc();
                 })
             };
             let remote = {
@@ -95,13 +100,13 @@ mod models {
             let remote = {
                 let g = g.clone();
                 thread::spawn(move || {
-                    g.bump();
+                    g.inc();
                 })
             };
             // This (model) thread is the owner: its sections re-bias and
             // take the fast path while the remote may revoke again.
             for _ in 0..5 {
-                g.bump();
+                g.inc();
             }
             remote.join().unwrap();
             assert_eq!(g.get(), 7);
@@ -142,12 +147,12 @@ mod native {
         }
         // Another thread's sections in between restart the count.
         std::thread::scope(|s| {
-            s.spawn(|| g.bump());
+            s.spawn(|| g.inc());
         });
         for _ in 0..600 {
-            g.bump();
+            g.inc();
             std::thread::scope(|s| {
-                s.spawn(|| g.bump());
+                s.spawn(|| g.inc());
             });
         }
         count += 1 + 1200;
@@ -170,13 +175,13 @@ mod native {
             s.spawn(|| {
                 assert!(g.lock.claim());
                 for _ in 0..n {
-                    g.bump();
+                    g.inc();
                 }
             });
             for _ in 0..2 {
                 s.spawn(|| {
                     for _ in 0..n / 16 {
-                        g.bump();
+                        g.inc();
                     }
                 });
             }
