@@ -6,6 +6,14 @@
 //!   thread), executor-agnostic;
 //! * **tokio** `tokio::time::Sleep`: the time driver of a current-thread
 //!   runtime, whose context is entered while sleeps are made;
+//! * **tokio alt timer**: the same `Sleep` on a 1-worker multi-thread
+//!   runtime with tokio's alternative timer (a wheel per worker, deferred
+//!   cancellation; `enable_alt_timer`, which needs `--cfg tokio_unstable`).
+//!   It runs in a helper process ([`tokio_alt`]):
+//!   futures are made and polled inside a task on the worker, every timed
+//!   part ends with one yield (the worker parks once and does the deferred
+//!   registering and dropping), and `bytes_per_future` is counted by the
+//!   helper's allocator on all its threads;
 //! * **futures-timer** `Delay`: a heap on its own helper thread;
 //! * **async-io** `Timer`: the reactor's `BTreeMap`, driven by `block_on` or
 //!   the crate's `async-io` thread.
@@ -63,6 +71,7 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 
 use super::cases::human;
+use super::peers::tokio_alt;
 use super::{alloc, time, Contender, Record, Runner, Sample, Schedule, XorShift};
 
 const GROUP: &str = "async";
@@ -327,24 +336,66 @@ fn lateness<P: Peer>(n: usize) -> Result<(Vec<f64>, usize), String> {
 }
 
 fn lateness_rows<P: Peer>(r: &Runner, n: usize, rows: &mut Vec<Record>, early: &mut Vec<Record>) {
+    lateness_rows_of(P::NAME, lateness::<P>(n), r, n, rows, early);
+}
+
+/// The lateness rows of `name` from its measurement `m`.
+fn lateness_rows_of(
+    name: &str,
+    m: Result<(Vec<f64>, usize), String>,
+    r: &Runner,
+    n: usize,
+    rows: &mut Vec<Record>,
+    early: &mut Vec<Record>,
+) {
     let (case, mode) = ("lateness", r.mode());
-    match lateness::<P>(n) {
+    match m {
         Ok((lat, e)) => {
             let q = |f: f64| lat[((lat.len() - 1) as f64 * f).round() as usize];
             for (label, v) in [("p50", q(0.5)), ("p99", q(0.99)), ("max", q(1.0))] {
-                let name = format!("{} {label}", P::NAME);
+                let name = format!("{name} {label}");
                 rows.push(Record::value(GROUP, case, &name, mode, v, "µs").with_ops(n as u64));
             }
             early.push(
-                Record::value(GROUP, "lateness/early", P::NAME, mode, e as f64, "early")
+                Record::value(GROUP, "lateness/early", name, mode, e as f64, "early")
                     .with_ops(n as u64),
             );
         }
         Err(why) => {
-            let skip = |case| Record::skipped(GROUP, case, P::NAME, mode, &why);
+            let skip = |case| Record::skipped(GROUP, case, name, mode, &why);
             rows.push(skip(case));
             early.push(skip("lateness/early"));
         }
+    }
+}
+
+/// `rows` with the "tokio alt timer" row `alt` after tokio's.
+fn with_alt<'a>(mut rows: Vec<Contender<'a>>, alt: Contender<'a>) -> Vec<Contender<'a>> {
+    rows.insert(2.min(rows.len()), alt);
+    rows
+}
+
+/// The alt timer's `pending` row: each answer also carries the bytes and
+/// resident-set growth per future, kept in `out` like the other rows'.
+fn alt_pending<'a>(n: usize, out: &'a Mem) -> Contender<'a> {
+    tokio_alt::fixed(&["pending", &n.to_string()], move |r| {
+        let mut out = out.borrow_mut();
+        if out.last().map(|x| x.0) != Some(tokio_alt::NAME) {
+            out.push((tokio_alt::NAME, 0.0, Vec::new()));
+        }
+        if let Some((_, bytes, rss)) = out.last_mut() {
+            *bytes = r.bytes.unwrap_or(0.0);
+            rss.extend(r.rss);
+        }
+    })
+}
+
+/// The alt timer's lateness, from its helper.
+fn alt_lateness(n: usize) -> Result<(Vec<f64>, usize), String> {
+    let r = tokio_alt::once(&["lateness", &n.to_string()])?;
+    match r.late {
+        Some(late) if !late.is_empty() => Ok((late, r.early.unwrap_or(0) as usize)),
+        _ => Err("the helper measured no sleeps".to_string()),
     }
 }
 
@@ -375,13 +426,19 @@ pub fn run(r: &mut Runner) {
     }
     r.enter_group(
         GROUP,
-        "async sleeps: utimer-async vs tokio::time (current-thread runtime), futures-timer,\n\
-         async-io; hand-polled with a no-op waker, or joined in each crate's block_on",
+        "async sleeps: utimer-async vs tokio::time (current-thread runtime; alt timer: a\n\
+         1-worker multi-thread runtime), futures-timer, async-io; hand-polled with a no-op\n\
+         waker, or joined in each crate's block_on (alt timer: in a task on the worker)",
     );
     r.case(GROUP, "create_poll_drop", Schedule::Interleaved, || {
-        all!(create_poll_drop)
+        with_alt(
+            all!(create_poll_drop),
+            tokio_alt::batched(&["create_poll_drop"]),
+        )
     });
-    r.case(GROUP, "reset", Schedule::Interleaved, || all!(reset));
+    r.case(GROUP, "reset", Schedule::Interleaved, || {
+        with_alt(all!(reset), tokio_alt::batched(&["reset"]))
+    });
 
     let reps = r.reps;
     r.reps = r.pick(2, 3);
@@ -391,7 +448,7 @@ pub fn run(r: &mut Runner) {
         // The timing runs (and fills `mem`) even when only memory is wanted.
         let filter = (!r.wants(GROUP, &timing)).then(|| r.filter.take());
         r.case(GROUP, &timing, Schedule::Sequential, || {
-            all!(pending, n, &mem)
+            with_alt(all!(pending, n, &mem), alt_pending(n, &mem))
         });
         if let Some(f) = filter {
             r.filter = f;
@@ -417,7 +474,8 @@ pub fn run(r: &mut Runner) {
                 "size_of, included in bytes_per_future: utimer-async {} B, tokio {} B, \
                  futures-timer {} B, async-io {} B; bytes_per_future counts this thread only \
                  (futures-timer's heap and, at times, async-io's BTreeMap are built by their \
-                 own threads): rss_per_future sees all",
+                 own threads): rss_per_future sees all; tokio alt timer: tokio's Sleep plus an \
+                 entry allocated apart, counted on all the helper's threads",
                 size_of::<utimer_async::Sleep>(),
                 size_of::<tokio::time::Sleep>(),
                 size_of::<futures_timer::Delay>(),
@@ -427,7 +485,10 @@ pub fn run(r: &mut Runner) {
         }
     }
     r.case(GROUP, &expire_case, Schedule::Sequential, || {
-        all!(expire, n)
+        with_alt(
+            all!(expire, n),
+            tokio_alt::fixed(&["expire", &n.to_string()], |_| ()),
+        )
     });
     r.reps = reps;
 
@@ -435,6 +496,8 @@ pub fn run(r: &mut Runner) {
         let (mut rows, mut early) = (Vec::new(), Vec::new());
         lateness_rows::<UtimerAsync>(r, n_late, &mut rows, &mut early);
         lateness_rows::<Tokio>(r, n_late, &mut rows, &mut early);
+        let alt = alt_lateness(n_late);
+        lateness_rows_of(tokio_alt::NAME, alt, r, n_late, &mut rows, &mut early);
         lateness_rows::<FuturesTimer>(r, n_late, &mut rows, &mut early);
         lateness_rows::<AsyncIo>(r, n_late, &mut rows, &mut early);
         r.values(GROUP, "lateness", rows);
@@ -459,7 +522,7 @@ mod tests {
     fn reset_rows_for_every_crate() {
         let mut r = quick("async/reset");
         run(&mut r);
-        assert_eq!(r.records.len(), 4);
+        assert_eq!(r.records.len(), 5);
         for x in &r.records {
             assert!(x.group == GROUP && x.ns_per_op.is_some(), "{x:?}");
         }
@@ -472,6 +535,7 @@ mod tests {
             lateness::<Tokio>(10).unwrap(),
             lateness::<FuturesTimer>(10).unwrap(),
             lateness::<AsyncIo>(10).unwrap(),
+            alt_lateness(10).unwrap(),
         ] {
             assert_eq!(early, 0);
             assert_eq!(late.len(), 10);
@@ -487,6 +551,6 @@ mod tests {
             .iter()
             .filter(|x| x.case.ends_with("bytes_per_future"));
         // At least the future itself, for every crate.
-        assert_eq!(bytes.filter(|x| x.value >= Some(8.0)).count(), 4);
+        assert_eq!(bytes.filter(|x| x.value >= Some(8.0)).count(), 5);
     }
 }

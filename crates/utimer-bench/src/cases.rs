@@ -30,6 +30,11 @@
 //! * **memory** — bytes (and allocations) per armed timer, from the counting
 //!   allocator, with 1M timers armed; includes the handle the user holds
 //!   (the `Vec` of handles is allocated inside the measured window).
+//! * **tokio alt timer** rows (tokio's per-worker timer, in a helper
+//!   process: [`tokio_alt`]) run the same cases inside a task on a 1-worker
+//!   multi-thread runtime; their timed parts end with one worker park, so
+//!   the work that tokio defers to it (registering, dropping cancelled
+//!   entries) is counted. Its memory rows come from the helper's allocator.
 //! * **wheel / arm_cancel_1K** — the pure `utimer::wheel::Wheel` (no locks,
 //!   no atomics) against `BinaryHeap` and `BTreeMap`, the structures it
 //!   replaces in a single-threaded event loop, with 1K timers pending.
@@ -42,6 +47,7 @@ use super::peers::delay_queue::DelayQueuePeer;
 use super::peers::heap::HeapPeer;
 use super::peers::posix::PosixPeer;
 use super::peers::timerfd::TimerFdPeer;
+use super::peers::tokio_alt;
 use super::peers::tokio_sleep::TokioSleepPeer;
 use super::peers::utimer::{OwnerUtimerPeer, PinnedUtimerPeer, UtimerPeer};
 use super::peers::wheel::WheelPeer;
@@ -75,6 +81,35 @@ macro_rules! all_peers {
             $case::<TimerFdPeer>($($arg),*),
         ]
     };
+}
+
+/// Puts `alt` (a "tokio alt timer" row) right after the tokio `Sleep` row.
+fn with_alt<'a>(mut rows: Vec<Contender<'a>>, alt: Contender<'a>) -> Vec<Contender<'a>> {
+    let at = rows
+        .iter()
+        .position(|c| c.name == TokioSleepPeer::NAME)
+        .map_or(rows.len(), |i| i + 1);
+    rows.insert(at, alt);
+    rows
+}
+
+/// The "tokio alt timer" row of an arm+cancel case with `pending` timers.
+fn alt_arm_cancel<'a>(pending: usize) -> Contender<'a> {
+    tokio_alt::batched(&["arm_cancel", &pending.to_string()])
+}
+
+/// The "tokio alt timer" row of the expiry case; warns like [`expiry`].
+fn alt_expiry<'a>(n: usize) -> Contender<'a> {
+    tokio_alt::fixed(&["expiry", &n.to_string()], move |r| {
+        if r.missed.unwrap_or(0) > 0 {
+            crate::progress::clear();
+            eprintln!(
+                "warning: {}: expiry run fired {} of {n} timers",
+                tokio_alt::NAME,
+                n as u64 - r.missed.unwrap_or(0)
+            );
+        }
+    })
 }
 
 /// A peer plus the timers it holds. Field order matters: handles are
@@ -299,6 +334,31 @@ fn memory<P: TimerPeer>(r: &Runner, n: usize) -> [Record; 2] {
     }
 }
 
+/// The memory rows of "tokio alt timer", counted by the helper's own
+/// allocator (all its threads: the sleeps are made on a runtime worker).
+fn alt_memory(r: &Runner, n: usize) -> [Record; 2] {
+    let (g, mode, name) = ("memory", r.mode(), tokio_alt::NAME);
+    let (cb, ca) = ("bytes_per_timer", "allocs_per_timer");
+    let skip = |e: &str| {
+        [
+            Record::skipped(g, cb, name, mode, e),
+            Record::skipped(g, ca, name, mode, e),
+        ]
+    };
+    match tokio_alt::once(&["memory", &n.to_string()]) {
+        Ok(tokio_alt::Reply {
+            bytes: Some(bytes),
+            allocs: Some(allocs),
+            ..
+        }) => [
+            Record::value(g, cb, name, mode, bytes, "B/timer").with_ops(n as u64),
+            Record::value(g, ca, name, mode, allocs, "allocs/timer").with_ops(n as u64),
+        ],
+        Ok(_) => skip("the helper did not count"),
+        Err(e) => skip(&e),
+    }
+}
+
 pub fn run_all(r: &mut Runner) {
     let big = r.pick(1_000_000, 10_000_000);
     let expiry_n = r.pick(100_000, 1_000_000);
@@ -315,7 +375,7 @@ pub fn run_all(r: &mut Runner) {
         let mut rows = all_peers!(arm_cancel(0));
         rows.insert(1, arm_cancel::<OwnerUtimerPeer>(0));
         rows.insert(2, arm_cancel::<PinnedUtimerPeer>(0));
-        rows
+        with_alt(rows, alt_arm_cancel(0))
     });
 
     if r.wants_group("rearm", &["same_bucket", "new_bucket"]) {
@@ -329,12 +389,13 @@ pub fn run_all(r: &mut Runner) {
     r.case("rearm", "same_bucket", Schedule::Interleaved, || {
         let mut rows = all_peers!(rearm(1));
         rows.insert(1, rearm::<OwnerUtimerPeer>(1));
-        rows
+        with_alt(rows, tokio_alt::batched(&["rearm", "1"]))
     });
     r.case("rearm", "new_bucket", Schedule::Interleaved, || {
         let mut rows = all_peers!(rearm(REARM_JUMP));
         rows.insert(1, rearm::<OwnerUtimerPeer>(REARM_JUMP));
-        rows
+        let alt = tokio_alt::batched(&["rearm", &REARM_JUMP.to_string()]);
+        with_alt(rows, alt)
     });
 
     let case = format!("{} due", human(expiry_n));
@@ -353,6 +414,7 @@ pub fn run_all(r: &mut Runner) {
             expiry::<UtimerPeer>(expiry_n),
             expiry::<OwnerUtimerPeer>(expiry_n),
             expiry::<TokioSleepPeer>(expiry_n),
+            alt_expiry(expiry_n),
             expiry::<DelayQueuePeer>(expiry_n),
             expiry::<HeapPeer>(expiry_n),
             expiry::<BTreePeer>(expiry_n),
@@ -370,7 +432,8 @@ pub fn run_all(r: &mut Runner) {
         );
     }
     r.case("next_expiry", &case, Schedule::Sequential, || {
-        all_peers!(next_expiry(next_n))
+        let alt = Contender::skip(tokio_alt::NAME, "no next-expiry API");
+        with_alt(all_peers!(next_expiry(next_n)), alt)
     });
 
     let big_case = human(big);
@@ -393,13 +456,13 @@ pub fn run_all(r: &mut Runner) {
         );
     }
     r.case("arm_cancel_pending", "1K", Schedule::Interleaved, || {
-        all_peers!(arm_cancel(1_000))
+        with_alt(all_peers!(arm_cancel(1_000)), alt_arm_cancel(1_000))
     });
     r.case(
         "arm_cancel_pending",
         &big_case,
         Schedule::Sequential,
-        || all_peers!(arm_cancel(big)),
+        || with_alt(all_peers!(arm_cancel(big)), alt_arm_cancel(big)),
     );
 
     if r.wants_group("memory", &["bytes_per_timer", "allocs_per_timer"]) {
@@ -411,6 +474,7 @@ pub fn run_all(r: &mut Runner) {
         let rows: Vec<[Record; 2]> = vec![
             memory::<UtimerPeer>(r, mem_n),
             memory::<TokioSleepPeer>(r, mem_n),
+            alt_memory(r, mem_n),
             memory::<DelayQueuePeer>(r, mem_n),
             memory::<HeapPeer>(r, mem_n),
             memory::<BTreePeer>(r, mem_n),

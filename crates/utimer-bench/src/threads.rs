@@ -21,6 +21,12 @@
 //!   wheel behind one mutex for the whole runtime.) The loop runs inside
 //!   `tokio::task::unconstrained`, otherwise the coop budget would turn
 //!   every poll after the 128th into a no-op.
+//! * **tokio alt timer**: the same on a 2-worker runtime with tokio's
+//!   alternative timer, one wheel per worker (`enable_alt_timer`, needs
+//!   `--cfg tokio_unstable`: run in a helper process, see
+//!   [`tokio_alt`]); the tasks' loops end with a yield so that the worker
+//!   parks once and does the work the alt timer defers (registering,
+//!   dropping cancelled entries) inside the timed part.
 //! * **`Mutex<BinaryHeap>`**: one shared lazy-deletion heap behind a
 //!   `std::sync::Mutex`, locked once to arm and once to cancel: what a
 //!   program gets by sharing its single-threaded queue.
@@ -51,6 +57,7 @@ use tokio::runtime::Runtime;
 
 use super::peers::heap::HeapTimers;
 use super::peers::timerfd::TimerFd;
+use super::peers::tokio_alt;
 use super::peers::tokio_sleep::poll_once;
 use super::peers::utimer::{empty_timer, UtimerPeer};
 use super::{Contender, Runner, Sample, Schedule};
@@ -58,6 +65,16 @@ use super::{Contender, Runner, Sample, Schedule};
 const GROUP: &str = "threads";
 const ARM_DELTA: u64 = 100;
 const BASELINE: &str = "CPU-only baseline";
+/// The rows, in table order.
+const NAMES: [&str; 7] = [
+    "utimer",
+    "utimer (owners)",
+    "tokio multi-thread",
+    tokio_alt::NAME,
+    "Mutex<BinaryHeap>",
+    "timerfd per thread",
+    BASELINE,
+];
 
 /// When one thread's timed loop ran.
 #[derive(Clone, Copy, Debug)]
@@ -258,6 +275,19 @@ fn tokio_mt(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
     })
 }
 
+/// tokio's alternative timer (per-worker wheels), in its helper process:
+/// the same tasks as [`tokio_mt`] on a 2-worker runtime, each loop followed
+/// by one yield so the deferred work (registering, dropping cancelled
+/// entries) is counted; the helper reports the mean time and the overlap.
+fn tokio_alt_mt(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
+    let args = ["threads", &threads.to_string(), &ops.to_string()];
+    tokio_alt::fixed(&args, move |r| {
+        if let Some(o) = r.overlap {
+            log.borrow_mut().push(o);
+        }
+    })
+}
+
 fn mutex_heap(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
     Contender::fixed("Mutex<BinaryHeap>", move || {
         let q = Mutex::new(HeapTimers::new());
@@ -344,23 +374,17 @@ pub fn run_all(r: &mut Runner) {
         );
     }
     for (case, threads) in [("1_thread", 1), ("2_threads", 2)] {
-        let logs: Vec<OverlapLog> = (0..6).map(|_| OverlapLog::default()).collect();
-        let names = [
-            "utimer",
-            "utimer (owners)",
-            "tokio multi-thread",
-            "Mutex<BinaryHeap>",
-            "timerfd per thread",
-            BASELINE,
-        ];
+        let names = NAMES;
+        let logs: Vec<OverlapLog> = names.iter().map(|_| OverlapLog::default()).collect();
         r.case(GROUP, case, Schedule::Interleaved, || {
             vec![
                 utimer(threads, ops, logs[0].clone()),
                 utimer_owners(threads, ops, logs[1].clone()),
                 tokio_mt(threads, ops, logs[2].clone()),
-                mutex_heap(threads, ops, logs[3].clone()),
-                timerfd(threads, kernel_ops, logs[4].clone()),
-                baseline(threads, ops, logs[5].clone()),
+                tokio_alt_mt(threads, ops, logs[3].clone()),
+                mutex_heap(threads, ops, logs[4].clone()),
+                timerfd(threads, kernel_ops, logs[5].clone()),
+                baseline(threads, ops, logs[6].clone()),
             ]
         });
         if threads > 1 && r.wants(GROUP, case) {
@@ -411,14 +435,7 @@ fn scaling_summary(r: &mut Runner) {
             .and_then(|x| x.ns_per_op)
     };
     let mut parts = Vec::new();
-    for name in [
-        "utimer",
-        "utimer (owners)",
-        "tokio multi-thread",
-        "Mutex<BinaryHeap>",
-        "timerfd per thread",
-        BASELINE,
-    ] {
+    for name in NAMES {
         if let (Some(one), Some(two)) = (median("1_thread", name), median("2_threads", name)) {
             parts.push(format!("{name} {:.2}x", two / one));
         }

@@ -9,6 +9,7 @@
 //! | utimer, utimer (pinned) | `Timer` | `add` | `modify` | `delete` |
 //! | utimer wheel | `Option<Key>` | `insert` | `remove` + `insert` | `remove` |
 //! | tokio `Sleep` | `Pin<Box<Sleep>>` | create + poll once | `reset` | drop |
+//! | tokio alt timer | `Pin<Box<Sleep>>` | create + poll once | `reset` | drop |
 //! | `DelayQueue` | `Key` | `insert_at` | `reset_at` | `remove` |
 //! | `BinaryHeap` | slot id | push | push + stale old | mark stale |
 //! | `BTreeMap` | `(deadline, id)` | insert | remove + insert | remove |
@@ -20,12 +21,18 @@
 //! "POSIX timer (none)" is the `SIGEV_NONE` timer asked for; "(signal)"
 //! adds a `SIGEV_SIGNAL` timer because Linux does not queue an hrtimer for
 //! `SIGEV_NONE` at all (see `posix.rs`).
+//!
+//! "tokio alt timer" is tokio's `Sleep` on a multi-thread runtime with the
+//! alternative (per-worker) timer; it needs tokio built with
+//! `--cfg tokio_unstable`, so it runs in a helper process and is not a
+//! [`TimerPeer`] (see [`tokio_alt`]).
 
 pub mod btree;
 pub mod delay_queue;
 pub mod heap;
 pub mod posix;
 pub mod timerfd;
+pub mod tokio_alt;
 pub mod tokio_sleep;
 pub mod utimer;
 pub mod virtual_clock;
