@@ -9,7 +9,10 @@
 # tests/loom_hrtimer.rs models the hrtimer expiry against cancel-and-wait,
 # restarts, starts from other threads and the handle's drop;
 # tests/loom_sleeper.rs models the intrusive sleepers (HrSleeper, what
-# utimer-async's Sleep is) against their owner's drop, poll and restart.
+# utimer-async's Sleep is) against their owner's drop, poll and restart;
+# src/sync/biased/tests.rs models the biased base lock (the owner's fast
+# path against a remote's revocation, and the re-bias), with membarrier
+# and the owner's compiler fence as SeqCst fences.
 # src/posix/table/tests.rs models the POSIX ID table's lock-free lookup
 # against removal, growth and slot reuse, with crossbeam-epoch itself built
 # on loom (--cfg crossbeam_loom).
