@@ -134,46 +134,34 @@ where
     to_sample(&spans, ops, log)
 }
 
-fn utimer(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
-    Contender::fixed("utimer", move || {
-        let peer = UtimerPeer::with(2, false);
-        Ok(move || {
-            let sys = &*peer.sys;
-            run_threads(threads, ops, &log, |i, barrier| {
-                let _worker = sys.enter(i).expect("2 workers");
-                let t = empty_timer(sys);
-                let at = sys.now() + ARM_DELTA;
-                barrier.wait();
-                span(|| {
-                    for _ in 0..ops {
-                        let _ = black_box(t.add(black_box(at)));
-                        black_box(t.delete());
-                    }
-                })
-            })
-        })
+/// The timed loop of the utimer rows: a timer of this thread's worker,
+/// armed to now+100 ticks and cancelled `ops` times once `barrier` opens.
+fn arm_cancel_loop(sys: &utimer::TimerSystem, ops: u64, barrier: &Barrier) -> Span {
+    let t = empty_timer(sys);
+    let at = sys.now() + ARM_DELTA;
+    barrier.wait();
+    span(|| {
+        for _ in 0..ops {
+            let _ = black_box(t.add(black_box(at)));
+            black_box(t.delete());
+        }
     })
 }
 
-/// As [`utimer`], with each thread registered as its worker
-/// (`register_worker`): it owns its bases, whose locks are biased towards
-/// it (no atomic read-modify-write), as a runtime's worker threads do.
-fn utimer_owners(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
-    Contender::fixed("utimer (owners)", move || {
+/// `owners`: each thread registers as its worker (`register_worker`)
+/// instead of entering it, so it owns the base and its lock is biased
+/// towards it (no atomic read-modify-write), as a runtime's worker
+/// threads do.
+fn utimer(threads: usize, ops: u64, log: OverlapLog, owners: bool) -> Contender<'static> {
+    let name = if owners { "utimer (owners)" } else { "utimer" };
+    Contender::fixed(name, move || {
         let peer = UtimerPeer::with(2, false);
         Ok(move || {
             let sys = &*peer.sys;
             run_threads(threads, ops, &log, |i, barrier| {
-                let _worker = sys.register_worker(i, || {}).expect("2 workers");
-                let t = empty_timer(sys);
-                let at = sys.now() + ARM_DELTA;
-                barrier.wait();
-                span(|| {
-                    for _ in 0..ops {
-                        let _ = black_box(t.add(black_box(at)));
-                        black_box(t.delete());
-                    }
-                })
+                let _entered = (!owners).then(|| sys.enter(i).expect("2 workers"));
+                let _owner = owners.then(|| sys.register_worker(i, || {}).expect("2 workers"));
+                arm_cancel_loop(sys, ops, barrier)
             })
         })
     })
@@ -206,15 +194,7 @@ fn utimer_shared_base(who: usize, owner: bool, ops: u64) -> Contender<'static> {
                                 .then(|| sys.register_worker(0, || {}).expect("worker 0"));
                             let _remote =
                                 (!owner || i == 1).then(|| sys.enter(0).expect("worker 0"));
-                            let t = empty_timer(sys);
-                            let at = sys.now() + ARM_DELTA;
-                            barrier.wait();
-                            span(|| {
-                                for _ in 0..ops {
-                                    let _ = black_box(t.add(black_box(at)));
-                                    black_box(t.delete());
-                                }
-                            })
+                            arm_cancel_loop(sys, ops, barrier)
                         })
                     })
                     .collect();
@@ -378,8 +358,8 @@ pub fn run_all(r: &mut Runner) {
         let logs: Vec<OverlapLog> = names.iter().map(|_| OverlapLog::default()).collect();
         r.case(GROUP, case, Schedule::Interleaved, || {
             vec![
-                utimer(threads, ops, logs[0].clone()),
-                utimer_owners(threads, ops, logs[1].clone()),
+                utimer(threads, ops, logs[0].clone(), false),
+                utimer(threads, ops, logs[1].clone(), true),
                 tokio_mt(threads, ops, logs[2].clone()),
                 tokio_alt_mt(threads, ops, logs[3].clone()),
                 mutex_heap(threads, ops, logs[4].clone()),

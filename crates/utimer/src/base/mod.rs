@@ -554,17 +554,11 @@ impl<'a> BaseGuard<'a> {
     /// The kernel's `detach_if_pending()`.
     #[inline(always)]
     pub(crate) fn detach_if_pending(&mut self, t: TimerRef<'_>) -> bool {
-        let timer = t.get();
-        if !timer.state.load(Relaxed).is_pending() {
+        if !self.unlink(t) {
             return false;
         }
-        let locked = self.locked();
-        let removed = self.wheel.remove(Key::unchecked(timer.key(&locked)));
-        debug_assert_eq!(removed, Some(TimerPtr(t.ptr())));
         let running = self.base.is_running(t);
-        timer.state.detach(running, &locked);
-        self.mirror_changed();
-        trace::timer_cancel(t.ptr().addr().get(), self.base.worker());
+        t.get().state.detach(running, &self.locked());
         true
     }
 
@@ -576,6 +570,14 @@ impl<'a> BaseGuard<'a> {
     /// under this same lock. Returns whether it was queued.
     #[inline]
     pub(crate) fn unlink_for_move(&mut self, t: TimerRef<'_>) -> bool {
+        debug_assert!(!self.base.is_running(t));
+        self.unlink(t)
+    }
+
+    /// Takes `t` off the wheel if its word says it is queued, leaving the
+    /// word as it is; returns whether it was queued.
+    #[inline(always)]
+    fn unlink(&mut self, t: TimerRef<'_>) -> bool {
         let timer = t.get();
         if !timer.state.load(Relaxed).is_pending() {
             return false;
@@ -583,7 +585,6 @@ impl<'a> BaseGuard<'a> {
         let locked = self.locked();
         let removed = self.wheel.remove(Key::unchecked(timer.key(&locked)));
         debug_assert_eq!(removed, Some(TimerPtr(t.ptr())));
-        debug_assert!(!self.base.is_running(t));
         self.mirror_changed();
         trace::timer_cancel(t.ptr().addr().get(), self.base.worker());
         true
