@@ -87,18 +87,31 @@ fn a_stalled_workers_movable_timers_fire_while_it_is_stuck() {
     let sys = rt.system_arc();
     let job_done = Arc::new(AtomicBool::new(false));
     let done = job_done.clone();
+    let fired = Arc::new(AtomicBool::new(false));
+    let f = fired.clone();
     rt.spawn_on(0, move || {
-        // Armed from worker 0's own thread: its global base.
-        let timer = sys.timer(move |_| tx.send((Instant::now(), thread_name())).unwrap());
+        // Armed from worker 0's own thread: its global base. The callback
+        // records whether the job was still stuck when it ran.
+        let stuck_job = done.clone();
+        let timer = sys.timer(move |_| {
+            let still_stuck = !stuck_job.load(SeqCst);
+            f.store(true, SeqCst);
+            tx.send((still_stuck, thread_name())).unwrap();
+        });
         timer.modify(Duration::from_millis(20)).unwrap();
-        thread::sleep(Duration::from_millis(300)); // stuck: no tick point
+        // Stuck, with no tick point, until the timer has fired elsewhere
+        // (bounded: a loaded machine may take a while to run the monitor).
+        let stuck = Instant::now();
+        while !fired.load(SeqCst) && stuck.elapsed() < LOOSE {
+            thread::sleep(Duration::from_millis(5));
+        }
         done.store(true, SeqCst);
         drop(timer);
     });
-    let (_, by) = rx.recv_timeout(LOOSE).expect("the timer fired");
+    let (still_stuck, by) = rx.recv_timeout(LOOSE).expect("the timer fired");
     assert!(
-        !job_done.load(SeqCst),
-        "fired while its worker was stuck ({by})"
+        still_stuck,
+        "fired only after its worker's job ended ({by})"
     );
     assert_ne!(by, "utimer-worker-0");
     let stats = rt.system().migration_stats(0).unwrap();
