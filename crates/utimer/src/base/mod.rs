@@ -545,7 +545,7 @@ impl<'a> BaseGuard<'a> {
             self.publish_clk();
             // Due timers report `clk - 1`: the clock moved.
             if self.base.next.load(Relaxed) != NEXT_NONE {
-                self.publish_next();
+                self.mirror_changed();
             }
         }
     }
