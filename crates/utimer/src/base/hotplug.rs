@@ -207,9 +207,7 @@ impl Bases {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use crate::base::BaseKind;
-    use crate::{Clock, TimerSystem};
-    use std::sync::Arc;
+    use crate::base::testing::delete_during_a_held_move;
     use std::thread;
 
     /// Found by the soak: a timer that a hot-unplug is moving between two
@@ -219,41 +217,9 @@ mod tests {
     /// target base's lock to keep the move between its two halves.
     #[test]
     fn a_timer_moved_by_offline_stays_pending() {
-        let sys = Arc::new(
-            TimerSystem::builder()
-                .workers(2)
-                .clock(Clock::manual())
-                .build(),
-        );
-        let t = Arc::new(sys.timer(|_| {}));
-        {
-            let _w0 = sys.enter(0).unwrap();
-            t.modify(50).unwrap();
-        }
-        let bases = &sys.core().bases;
-        let (from, to) = (
-            bases.base(0, BaseKind::Global),
-            bases.base(1, BaseKind::Global),
-        );
-        let held = to.lock();
-        let offline = {
-            let sys = sys.clone();
-            thread::spawn(move || sys.offline(0))
-        };
-        // Taken off worker 0 (and tagged MIGRATING) under one lock; it
-        // cannot land while we hold worker 1's.
-        while !from.lock().wheel.is_empty() {
-            thread::yield_now();
-        }
-        assert!(t.is_pending(), "a moving timer reads as not pending");
-        let deleter = {
-            let t = t.clone();
-            thread::spawn(move || t.delete())
-        };
-        drop(held);
-        assert_eq!(offline.join().unwrap(), Ok(1));
-        assert!(deleter.join().unwrap(), "delete found a moving timer idle");
-        assert!(!t.is_pending());
+        let (sys, offline) =
+            delete_during_a_held_move(|sys, _| thread::spawn(move || sys.offline(0)));
+        assert_eq!(offline, Ok(1));
         let s = sys.stats();
         assert_eq!((s.armed, s.deleted, s.pending), (1, 1, 0));
     }

@@ -86,6 +86,8 @@ mod expire;
 mod hotplug;
 mod stats;
 mod table;
+#[cfg(all(test, not(loom)))]
+pub(crate) mod testing;
 mod trace;
 
 pub(crate) use expire::{in_callback, run_expired, running_here};

@@ -438,44 +438,13 @@ mod tests {
     /// lock to keep the move between its two halves.
     #[test]
     fn a_timer_moved_by_modify_stays_pending() {
-        use crate::base::BaseKind;
-        use std::thread;
-        let sys = Arc::new(
-            TimerSystem::builder()
-                .workers(2)
-                .clock(Clock::manual())
-                .build(),
-        );
-        let t = Arc::new(sys.timer(|_| {}));
-        {
-            let _w0 = sys.enter(0).unwrap();
-            t.modify(50).unwrap();
-        }
-        let bases = &sys.core().bases;
-        let (from, to) = (
-            bases.base(0, BaseKind::Global),
-            bases.base(1, BaseKind::Global),
-        );
-        let held = to.lock();
-        let mover = {
-            let (sys, t) = (sys.clone(), t.clone());
-            thread::spawn(move || {
+        let (_, moved) = crate::base::testing::delete_during_a_held_move(|sys, t| {
+            std::thread::spawn(move || {
                 let _w1 = sys.enter(1).unwrap();
                 t.modify(60).unwrap()
             })
-        };
-        while !from.lock().wheel.is_empty() {
-            thread::yield_now();
-        }
-        assert!(t.is_pending(), "a moving timer reads as not pending");
-        let deleter = {
-            let t = t.clone();
-            thread::spawn(move || t.delete())
-        };
-        drop(held);
-        assert!(mover.join().unwrap(), "it was pending when moved");
-        assert!(deleter.join().unwrap(), "delete found a moving timer idle");
-        assert!(!t.is_pending());
+        });
+        assert!(moved, "it was pending when moved");
     }
 
     #[test]
