@@ -3,7 +3,7 @@
 
 #![cfg(not(loom))]
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use utimer::{Timer, TimerFlags};
@@ -141,20 +141,27 @@ fn drop_never_blocks_and_frees_after_the_callback() {
 
 #[test]
 fn delete_cancels_a_due_timer_not_yet_run() {
-    // Two timers due in the same run; the first deletes the second.
+    // Two timers due in the same run, in the same bucket (in no particular
+    // order there); whichever runs first deletes both, so the other never
+    // runs.
     let (sys, clock) = manual(1);
-    let victim_ran = Arc::new(AtomicBool::new(false));
-    let v = victim_ran.clone();
-    let victim = Arc::new(sys.timer(move |_| v.store(true, Ordering::SeqCst)));
-    let vv = victim.clone();
-    let killer = sys.timer(move |_| {
-        vv.delete();
-    });
-    // Same bucket; the killer is queued last, so it is first in the bucket.
-    victim.modify(5).unwrap();
-    killer.modify(5).unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let both: Arc<Mutex<Vec<Arc<Timer>>>> = Arc::default();
+    for _ in 0..2 {
+        let (ran, both2) = (ran.clone(), both.clone());
+        let t = sys.timer(move |_| {
+            ran.fetch_add(1, Ordering::SeqCst);
+            for t in both2.lock().unwrap().iter() {
+                // Its own delete finds it running, not pending: false.
+                t.delete();
+            }
+        });
+        t.modify(5).unwrap();
+        both.lock().unwrap().push(Arc::new(t));
+    }
     clock.set(5);
     assert_eq!(sys.run_expired(0, 5).unwrap(), 1);
-    assert!(!victim_ran.load(Ordering::SeqCst));
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
     assert_eq!(sys.stats().deleted, 1);
+    both.lock().unwrap().clear();
 }

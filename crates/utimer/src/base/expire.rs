@@ -26,7 +26,7 @@
 
 use super::{free_timer, Base, TimerPtr};
 use crate::entry::{RawTimer, TimerRef, DROPPED};
-use crate::sync::{futex, prefetch, thread_local};
+use crate::sync::{futex, prefetch, prefetch_object, thread_local};
 use std::any::Any;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -77,11 +77,17 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> Expired {
         .then(|| guard.wheel.poll(now))
         .flatten()
     {
-        // Start the cache misses of the next due timer while this one runs.
-        if let Some((next, after)) = guard.wheel.peek_due() {
-            prefetch(next.0.as_ptr());
+        // Start the cache misses of the next block's timers (16 to 32
+        // timers ahead) while this block's run.
+        if let Some((ahead, after)) = guard.wheel.lookahead() {
+            for TimerPtr(next) in ahead {
+                // Both ends: a 32-byte header may straddle two lines.
+                let head = next.as_ptr().cast::<u8>();
+                prefetch(head);
+                prefetch(head.wrapping_add(std::mem::size_of::<RawTimer>() - 1));
+            }
             if let Some(after) = after {
-                prefetch(after);
+                prefetch_object(after);
             }
         }
         // SAFETY: a timer the wheel held is live (entry/ lifetime rules),

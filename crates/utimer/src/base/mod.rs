@@ -45,7 +45,7 @@
 //! * `idle_until` is written by the owning worker: under the lock when it
 //!   goes idle, freely when it wakes. Enqueues read it under the lock.
 //! * No callback, deallocation or user code ever runs under a base lock.
-//!   The one allocation that can happen there is the wheel's slab growing
+//!   The one allocation that can happen there is the wheel's block array growing
 //!   when the base holds more pending timers than ever before (amortized
 //!   doubling; [`Builder::capacity_per_base`](crate::Builder::capacity_per_base)
 //!   reserves it up front).

@@ -112,3 +112,12 @@ pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     let _ = p;
 }
+
+/// [`prefetch`]es every cache line of `*r`.
+#[inline(always)]
+pub(crate) fn prefetch_object<T>(r: &T) {
+    let p: *const u8 = (r as *const T).cast();
+    for offset in (0..std::mem::size_of::<T>()).step_by(64) {
+        prefetch(p.wrapping_add(offset));
+    }
+}

@@ -1,6 +1,7 @@
 //! Keys: how a caller names an entry it queued.
 //!
-//! A [`Key`] is a slot number plus the slot's *generation*. Removing an
+//! A [`Key`] is a slot number (a block and a position in it, see
+//! `blocks.rs`) plus the slot's *generation*. Removing an
 //! entry, or handing it out from an expiry run, bumps the generation of its
 //! slot, so a key kept after its entry left the wheel no longer matches
 //! when the slot is reused: [`Wheel::remove`](super::Wheel::remove) with a
@@ -11,8 +12,8 @@
 //! The timer bases inside utimer do not need the check: a timer's key is
 //! read and written only under its base's lock, and only while the timer's
 //! state word says it is queued (see `entry/`). They use the crate-private
-//! [`Unchecked`] generation, which takes no space, and keep the 16-byte
-//! slot.
+//! [`Unchecked`] generation, which takes no space: 8 bytes a slot for a
+//! pointer.
 
 mod sealed {
     pub trait Sealed {}
