@@ -47,11 +47,23 @@
 //! it held at its peak, plus one; blocks freed by one bucket serve every
 //! other.
 //!
+//! # The last block stays
+//!
+//! The commonest use of a wheel is a timeout armed and cancelled again in
+//! a bucket of its own. So that this does not unlink, free, allocate and
+//! link a block each time, a list keeps its last block linked when it
+//! empties, and the next entry goes straight into it. A wheel thus keeps
+//! at most one empty block per bucket it has used (578 buckets, 83 KB for
+//! pointer-sized values); every other emptied block goes to the free list.
+//!
 //! # Moving a bucket
 //!
 //! An expiry run moves whole buckets to its run list. Blocks name their
-//! *list*, not their bucket, and a small table maps buckets to lists, so a
-//! move swaps two table entries instead of rewriting every block.
+//! *list*, not their bucket, and a small table maps lists to buckets, so a
+//! move swaps two list heads and updates two table entries instead of
+//! rewriting every block. Inserts go from the bucket straight to its list
+//! head; only the rarer steps that start from a block (unlinking,
+//! reordering, reporting an emptied bucket) look the bucket up.
 
 use super::key::Generation;
 
@@ -78,8 +90,10 @@ struct Block<T, G> {
     next: u32,
     /// The list the block is on (meaningless while free).
     list: u16,
-    /// Positions holding an entry.
-    live: u16,
+    /// Positions holding an entry (the low 16 bits). A whole word: the
+    /// next insert's load of it must be forwarded from the last removal's
+    /// store, and a wider load than the store it follows stalls.
+    live: u32,
     /// Positions whose generation is used up: never used again.
     retired: u16,
 }
@@ -99,26 +113,37 @@ impl<T, G: Generation> Block<T, G> {
 
     /// Positions that can take an entry.
     #[inline(always)]
-    fn room(&self) -> u16 {
-        !(self.live | self.retired)
+    fn room(&self) -> u32 {
+        !(self.live | self.retired() as u32) & FULL as u32
+    }
+
+    /// Positions that can never take an entry again (none, and no work,
+    /// for a generation that never runs out).
+    #[inline(always)]
+    fn retired(&self) -> u16 {
+        if G::RUNS_OUT {
+            self.retired
+        } else {
+            0
+        }
     }
 }
 
-/// A list's two ends, and the bucket it serves.
+/// A list's two ends, and its number (what its blocks name).
 #[derive(Copy, Clone)]
 struct ListHead {
     first: u32,
     last: u32,
-    bucket: u16,
+    id: u16,
 }
 
-/// Blocks, lists and the bucket → list table. Knows nothing about time.
+/// Blocks, lists and the list → bucket table. Knows nothing about time.
 pub(crate) struct Lists<T, G> {
     blocks: Vec<Block<T, G>>,
-    /// By list number.
+    /// By bucket: its list.
     lists: Box<[ListHead]>,
-    /// By bucket: its list's number.
-    list_of: Box<[u16]>,
+    /// By list number: the bucket that list serves.
+    bucket_of: Box<[u16]>,
     /// First free block, or `NIL`.
     free: u32,
     len: usize,
@@ -135,10 +160,10 @@ impl<T, G: Generation> Lists<T, G> {
                 .map(|b| ListHead {
                     first: NIL,
                     last: NIL,
-                    bucket: b as u16,
+                    id: b as u16,
                 })
                 .collect(),
-            list_of: (0..buckets).map(|b| b as u16).collect(),
+            bucket_of: (0..buckets).map(|b| b as u16).collect(),
             free: NIL,
             len: 0,
         }
@@ -151,12 +176,19 @@ impl<T, G: Generation> Lists<T, G> {
 
     #[inline(always)]
     fn head(&self, bucket: usize) -> &ListHead {
-        &self.lists[self.list_of[bucket] as usize]
+        &self.lists[bucket]
+    }
+
+    /// The bucket whose list block `b` is on.
+    #[inline(always)]
+    fn bucket_of_block(&self, b: u32) -> usize {
+        self.bucket_of[self.blocks[b as usize].list as usize] as usize
     }
 
     #[inline]
     pub(crate) fn is_bucket_empty(&self, bucket: usize) -> bool {
-        self.head(bucket).first == NIL
+        let first = self.head(bucket).first;
+        first == NIL || self.blocks[first as usize].live == 0
     }
 
     /// Bytes held by this structure's heap allocations.
@@ -177,11 +209,10 @@ impl<T, G: Generation> Lists<T, G> {
     /// If the wheel already holds 2^32 - 16 entries.
     #[inline(always)]
     pub(crate) fn push(&mut self, bucket: usize, value: T) -> (u32, G) {
-        let list = self.list_of[bucket] as usize;
-        let mut b = self.lists[list].first;
+        let mut b = self.lists[bucket].first;
         if b == NIL || self.blocks[b as usize].room() == 0 {
             // By the invariant, no block of this list has room.
-            b = self.new_first_block(list);
+            b = self.new_first_block(bucket);
         }
         let block = &mut self.blocks[b as usize];
         let pos = block.room().trailing_zeros() as usize;
@@ -213,17 +244,21 @@ impl<T, G: Generation> Lists<T, G> {
         match block.gens[pos].next() {
             Some(next) => block.gens[pos] = next,
             // Used up: a key can never name a later entry here.
-            None => block.retired |= bit,
+            None => block.retired |= bit as u16,
         }
         self.len -= 1;
         let mut emptied = None;
         if block.live == 0 {
-            let list = block.list as usize;
-            self.unlink(b);
-            self.release(b);
-            let head = &self.lists[list];
-            if head.first == NIL {
-                emptied = Some(head.bucket as usize);
+            if block.prev == NIL && block.next == NIL && block.retired() != FULL {
+                // The list's last block stays, empty, for its next entry.
+                emptied = Some(self.bucket_of_block(b));
+            } else {
+                let bucket = self.bucket_of_block(b);
+                self.unlink(b);
+                self.release(b);
+                if self.lists[bucket].first == NIL {
+                    emptied = Some(bucket);
+                }
             }
         } else if was_full && block.prev != NIL {
             self.move_to_front(b);
@@ -236,6 +271,9 @@ impl<T, G: Generation> Lists<T, G> {
     pub(crate) fn pop_front(&mut self, bucket: usize) -> Option<T> {
         let b = self.head(bucket).first;
         let block = self.blocks.get(b as usize)?;
+        if block.live == 0 {
+            return None; // a kept last block
+        }
         let pos = block.live.trailing_zeros() as usize;
         let gen = block.gens[pos];
         self.remove(b * BLOCK as u32 + pos as u32, gen)
@@ -246,9 +284,9 @@ impl<T, G: Generation> Lists<T, G> {
     /// two buckets swap lists.
     pub(crate) fn move_bucket(&mut self, from: usize, to: usize) {
         debug_assert!(self.is_bucket_empty(to));
-        self.list_of.swap(from, to);
-        self.lists[self.list_of[to] as usize].bucket = to as u16;
-        self.lists[self.list_of[from] as usize].bucket = from as u16;
+        self.lists.swap(from, to);
+        self.bucket_of[self.lists[to].id as usize] = to as u16;
+        self.bucket_of[self.lists[from].id as usize] = from as u16;
     }
 
     /// For prefetching: once per first block of `bucket` (`*seen` remembers
@@ -316,8 +354,8 @@ impl<T, G: Generation> Lists<T, G> {
         }
     }
 
-    /// Allocates a block and links it first in `list`.
-    fn new_first_block(&mut self, list: usize) -> u32 {
+    /// Allocates a block and links it first in `bucket`'s list.
+    fn new_first_block(&mut self, bucket: usize) -> u32 {
         let b = if self.free != NIL {
             let b = self.free;
             self.free = self.blocks[b as usize].next;
@@ -328,37 +366,35 @@ impl<T, G: Generation> Lists<T, G> {
             self.blocks.push(Block::new());
             b as u32
         };
-        let old = self.lists[list].first;
+        let ListHead { first: old, id, .. } = self.lists[bucket];
         let block = &mut self.blocks[b as usize];
-        (block.prev, block.next, block.list) = (NIL, old, list as u16);
-        self.link_before(b, old, list);
+        (block.prev, block.next, block.list) = (NIL, old, id);
+        self.link_before(b, old, bucket);
         b
     }
 
     /// Makes `b` (already set up with `next == old`) the first block of
-    /// `list`, whose first block was `old`.
+    /// `bucket`'s list, whose first block was `old`.
     #[inline(always)]
-    fn link_before(&mut self, b: u32, old: u32, list: usize) {
+    fn link_before(&mut self, b: u32, old: u32, bucket: usize) {
         match old {
-            NIL => self.lists[list].last = b,
+            NIL => self.lists[bucket].last = b,
             _ => self.blocks[old as usize].prev = b,
         }
-        self.lists[list].first = b;
+        self.lists[bucket].first = b;
     }
 
     /// Takes block `b` out of its list.
     #[inline(always)]
     fn unlink(&mut self, b: u32) {
-        let Block {
-            prev, next, list, ..
-        } = self.blocks[b as usize];
-        let list = list as usize;
+        let Block { prev, next, .. } = self.blocks[b as usize];
+        let bucket = self.bucket_of_block(b);
         match prev {
-            NIL => self.lists[list].first = next,
+            NIL => self.lists[bucket].first = next,
             _ => self.blocks[prev as usize].next = next,
         }
         match next {
-            NIL => self.lists[list].last = prev,
+            NIL => self.lists[bucket].last = prev,
             _ => self.blocks[next as usize].prev = prev,
         }
     }
@@ -368,7 +404,7 @@ impl<T, G: Generation> Lists<T, G> {
     #[inline(always)]
     fn release(&mut self, b: u32) {
         let block = &mut self.blocks[b as usize];
-        if block.retired != FULL {
+        if block.retired() != FULL {
             block.next = self.free;
             self.free = b;
         }
@@ -377,38 +413,39 @@ impl<T, G: Generation> Lists<T, G> {
     /// A full block that was first goes last (it is not last already).
     #[cold]
     fn move_to_back(&mut self, b: u32) {
-        let list = self.blocks[b as usize].list as usize;
+        let bucket = self.bucket_of_block(b);
         self.unlink(b);
-        let last = self.lists[list].last;
+        let last = self.lists[bucket].last;
         let block = &mut self.blocks[b as usize];
         (block.prev, block.next) = (last, NIL);
         self.blocks[last as usize].next = b;
-        self.lists[list].last = b;
+        self.lists[bucket].last = b;
     }
 
     /// A block that just got room goes first (it is not first already).
     #[cold]
     fn move_to_front(&mut self, b: u32) {
-        let list = self.blocks[b as usize].list as usize;
+        let bucket = self.bucket_of_block(b);
         self.unlink(b);
-        let old = self.lists[list].first;
+        let old = self.lists[bucket].first;
         let block = &mut self.blocks[b as usize];
         (block.prev, block.next) = (NIL, old);
-        self.link_before(b, old, list);
+        self.link_before(b, old, bucket);
     }
 
     /// Checks the structure against its invariants (tests only).
     #[cfg(test)]
     pub(crate) fn check(&self) {
         let mut seen = 0;
-        for (list, head) in self.lists.iter().enumerate() {
-            assert_eq!(self.list_of[head.bucket as usize] as usize, list);
+        for (bucket, head) in self.lists.iter().enumerate() {
+            assert_eq!(self.bucket_of[head.id as usize] as usize, bucket);
             let (mut b, mut prev, mut seen_full) = (head.first, NIL, false);
             while b != NIL {
                 let block = &self.blocks[b as usize];
                 assert_eq!(block.prev, prev);
-                assert_eq!(block.list as usize, list);
-                assert_ne!(block.live, 0, "an empty block stays linked");
+                assert_eq!(block.list, head.id);
+                let sole = head.first == head.last;
+                assert!(block.live != 0 || sole, "an empty block stays linked");
                 let full = block.room() == 0;
                 assert!(full || !seen_full, "a block with room after a full one");
                 seen_full |= full;

@@ -24,6 +24,9 @@ mod sealed {
 pub trait Generation: Copy + Eq + std::fmt::Debug + sealed::Sealed {
     /// The generation of a new slot.
     const FIRST: Self;
+    /// Whether [`next`](Self::next) can return `None` (slots may retire).
+    #[doc(hidden)]
+    const RUNS_OUT: bool = true;
     /// The generation after this one, or `None` when it is used up and the
     /// slot must be retired.
     fn next(self) -> Option<Self>;
@@ -46,6 +49,7 @@ pub(crate) struct Unchecked;
 impl sealed::Sealed for Unchecked {}
 impl Generation for Unchecked {
     const FIRST: Unchecked = Unchecked;
+    const RUNS_OUT: bool = false;
     #[inline(always)]
     fn next(self) -> Option<Unchecked> {
         Some(Unchecked)

@@ -213,11 +213,16 @@ fn stale_keys_name_nothing() {
     assert_eq!(w.poll(10), Some('a'));
     assert_eq!(w.poll(10), None);
     let b = w.insert(20, 'b');
-    assert_eq!(a.slot(), b.slot(), "the slot is reused");
     assert_eq!(w.get(a), None);
     assert_eq!(w.remove(a), None, "a stale key removes nothing");
     assert_eq!(w.len(), 1);
     assert_eq!(w.remove(b), Some('b'));
+    // A removed entry's slot is reused by the next entry of its bucket.
+    let b2 = w.insert(20, 'B');
+    assert_eq!(b.slot(), b2.slot(), "the slot is reused");
+    assert_eq!(w.get(b), None);
+    assert_eq!(w.remove(b), None, "a stale key removes nothing");
+    assert_eq!(w.remove(b2), Some('B'));
     let c = w.insert(30, 'c');
     w.drain(|_| {});
     let d = w.insert(40, 'd');
