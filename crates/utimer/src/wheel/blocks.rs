@@ -209,17 +209,23 @@ impl<T, G: Generation> Lists<T, G> {
     /// If the wheel already holds 2^32 - 16 entries.
     #[inline(always)]
     pub(crate) fn push(&mut self, bucket: usize, value: T) -> (u32, G) {
-        let mut b = self.lists[bucket].first;
-        if b == NIL || self.blocks[b as usize].room() == 0 {
+        let first = self.lists[bucket].first;
+        let (b, block) = match self.blocks.get_mut(first as usize) {
+            Some(block) if block.room() != 0 => (first, block),
             // By the invariant, no block of this list has room.
-            b = self.new_first_block(bucket);
-        }
-        let block = &mut self.blocks[b as usize];
-        let pos = block.room().trailing_zeros() as usize;
+            _ => {
+                let b = self.new_first_block(bucket);
+                (b, &mut self.blocks[b as usize])
+            }
+        };
+        let room = block.room();
+        // `room` is not zero: the mask keeps the index in bounds for free.
+        let pos = room.trailing_zeros() as usize % BLOCK;
         block.values[pos] = Some(value);
         block.live |= 1 << pos;
         let gen = block.gens[pos];
-        if block.room() == 0 && block.next != NIL {
+        if room & (room - 1) == 0 && block.next != NIL {
+            // That was its last free position.
             self.move_to_back(b);
         }
         self.len += 1;
@@ -234,11 +240,12 @@ impl<T, G: Generation> Lists<T, G> {
     pub(crate) fn remove(&mut self, key: u32, gen: G) -> Option<(T, Option<usize>)> {
         let (b, pos) = (key / BLOCK as u32, key as usize % BLOCK);
         let block = self.blocks.get_mut(b as usize)?;
-        let bit = 1 << pos;
-        if block.live & bit == 0 || block.gens[pos] != gen {
+        if block.gens[pos] != gen {
             return None;
         }
+        // A position holds a value exactly while its `live` bit is set.
         let value = block.values[pos].take()?;
+        let bit = 1 << pos;
         let was_full = block.room() == 0;
         block.live &= !bit;
         match block.gens[pos].next() {
