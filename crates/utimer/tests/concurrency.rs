@@ -12,6 +12,13 @@ use utimer::{Clock, Timer, TimerFlags, TimerSystem};
 const TIMERS: usize = 64;
 const WORKERS: usize = 4;
 const OPS_PER_THREAD: u64 = 100_000;
+/// After their `OPS_PER_THREAD`, the mutators go on (up to this many times
+/// as long) until the expirer has run this many rounds since they began
+/// and some callback has run: on a loaded machine the expirer may get
+/// little CPU while they work, and then nothing fires in between (it
+/// happened 3 times in 12 under load).
+const MIN_EXPIRY_ROUNDS: u64 = 400;
+const MAX_OPS_FACTOR: u64 = 50;
 
 fn xorshift(s: &mut u64) -> u64 {
     *s ^= *s << 13;
@@ -65,21 +72,24 @@ fn shared_timers(owners: bool) {
             .collect(),
     );
     let stop = Arc::new(AtomicBool::new(false));
+    let rounds = Arc::new(AtomicU64::new(0));
 
     let expirer = {
-        let (sys, clock, stop) = (sys.clone(), clock.clone(), stop.clone());
+        let (sys, clock, stop, rounds) = (sys.clone(), clock.clone(), stop.clone(), rounds.clone());
         thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 let now = clock.advance(1);
                 for w in 0..WORKERS {
                     sys.run_expired(w, now).unwrap();
                 }
+                rounds.fetch_add(1, Ordering::Relaxed);
             }
         })
     };
     let mutators: Vec<_> = (0..3u64)
         .map(|id| {
-            let (sys, timers) = (sys.clone(), timers.clone());
+            let (sys, timers, rounds) = (sys.clone(), timers.clone(), rounds.clone());
+            let counts = counts.clone();
             thread::spawn(move || {
                 // Thread 0 and 1 are workers (entered, or registered: the
                 // owners); thread 2 arms from outside.
@@ -87,7 +97,15 @@ fn shared_timers(owners: bool) {
                 let _w =
                     (id < 2 && owners).then(|| sys.register_worker(id as usize, || {}).unwrap());
                 let mut seed = 0x9E37_79B9_7F4A_7C15 ^ (id + 1);
-                for _ in 0..OPS_PER_THREAD {
+                let start = rounds.load(Ordering::Relaxed);
+                let overlapped = || {
+                    rounds.load(Ordering::Relaxed) - start >= MIN_EXPIRY_ROUNDS
+                        && counts.iter().any(|c| c.load(Ordering::Relaxed) > 0)
+                };
+                for i in 0..OPS_PER_THREAD * MAX_OPS_FACTOR {
+                    if i >= OPS_PER_THREAD && i % 1024 == 0 && overlapped() {
+                        break;
+                    }
                     let r = xorshift(&mut seed);
                     let t = &timers[(r % TIMERS as u64) as usize];
                     let e = sys.now() + (r >> 8) % 300;
