@@ -5,7 +5,8 @@
 # the pull model's hierarchy (src/migration/tests.rs: the state word's
 # sequence-counter race, the last idle worker's wake-up, a new timer racing
 # it) and remote expiry (src/nohz/pull.rs: a stalled worker and its
-# migrator sharing a base, delete_sync against a remote expiry).
+# migrator sharing a base, delete_sync against a remote expiry, a stall
+# racing the stalled worker's return to work and its next arm).
 # tests/loom_hrtimer.rs models the hrtimer expiry against cancel-and-wait,
 # restarts, starts from other threads and the handle's drop;
 # tests/loom_sleeper.rs models the intrusive sleepers (HrSleeper, what

@@ -43,7 +43,10 @@
 //!   lock. `waiters` and `callback_seq` (the futex word) let `delete_sync`
 //!   sleep until that callback returns.
 //! * `idle_until` is written by the owning worker: under the lock when it
-//!   goes idle, freely when it wakes. Enqueues read it under the lock.
+//!   goes idle; when it wakes, freely for its local base and under the
+//!   lock for its global one, which a stall or a remote expiry (also under
+//!   the lock) may mark idle again at any moment. Enqueues read it under
+//!   the lock.
 //! * No callback, deallocation or user code ever runs under a base lock.
 //!   The one allocation that can happen there is the wheel's block array growing
 //!   when the base holds more pending timers than ever before (amortized
@@ -193,8 +196,9 @@ pub(crate) struct Base {
     /// until; for a global base in the pull model, its first event as the
     /// hierarchy knows it (`u64::MAX`: none). Written under `lock` when the
     /// worker goes idle, by a remote expiry or a stall (see `migration/`),
-    /// and by the enqueue that calls the hook; cleared freely when the
-    /// worker wakes.
+    /// and by the enqueue that calls the hook; cleared when the worker
+    /// wakes: freely for a local base, under `lock` for a global one (a
+    /// stall may publish it again at any moment: [`Base::idle_exit_with`]).
     pub(crate) idle_until: AtomicU64,
     /// The timer whose callback is running on this base, or null.
     pub(crate) running: AtomicPtr<RawTimer>,
@@ -387,6 +391,24 @@ impl Base {
     /// The worker is busy again: arms here need not wake it.
     pub(crate) fn idle_exit(&self) {
         self.idle_until.store(0, Relaxed);
+    }
+
+    /// [`idle_exit`](Self::idle_exit) for a base whose threshold others
+    /// publish too (a global base: a stall, a remote expiry's update, each
+    /// under the lock, through [`with_next_expiry`](Self::with_next_expiry)):
+    /// runs `f`, which makes the worker active in the hierarchy, and clears
+    /// the threshold, both under the base's lock. A stall then lands wholly
+    /// before (and is undone here) or wholly after (and its threshold
+    /// stays); a lock-free clear after `f` could wipe the threshold of a
+    /// stall that came in between, and arms would no longer reach the
+    /// hierarchy. `f` may take hierarchy locks (base before hierarchy), and
+    /// no base lock.
+    pub(crate) fn idle_exit_with<R>(&self, f: impl FnOnce() -> R) -> R {
+        let guard = self.lock();
+        let r = f();
+        self.idle_until.store(0, Relaxed);
+        drop(guard);
+        r
     }
 
     /// Shuts the base down: every pending timer is cancelled (its callback

@@ -114,7 +114,12 @@
 //!   child's state second (`Hierarchy::reconcile`).
 //! * Going idle, a stall and a remote expiry's update run with the worker's
 //!   global base locked, so that an arm on that base is either seen by the
-//!   walk or comes after it and reaches `new_timer`.
+//!   walk or comes after it and reaches `new_timer`. Going active does too,
+//!   and clears the base's idle threshold under the same lock: a stall
+//!   cannot land between the two (its threshold would be wiped while the
+//!   worker counts as idle, and an arm there would reach nobody).
+//! * A heartbeat is a tick of the precise clock: the coarse one lags by up
+//!   to a few ticks, and a worker that has just woken would look stalled.
 //!
 //! # The race the sequence counter prevents
 //!

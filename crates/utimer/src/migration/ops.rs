@@ -103,7 +103,9 @@ impl Hierarchy {
     /// Worker `w` is busy again (the kernel's `tmigr_cpu_activate()`):
     /// it expires its own movable timers from now on. Returns whether it
     /// made the top active (someone may have to start watching for stalls).
-    /// `now` counts as its heartbeat: it is at a tick point.
+    /// `now` counts as its heartbeat: it is at a tick point. The caller
+    /// holds `w`'s global base lock, and clears the base's idle threshold
+    /// under it (`Base::idle_exit_with`), so that no stall lands between.
     pub(crate) fn activate(&self, w: usize, now: u64) -> bool {
         let leaf = &self.leaves[w];
         let inner = lock(&leaf.inner);

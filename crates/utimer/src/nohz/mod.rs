@@ -132,8 +132,10 @@ pub(crate) trait EventSource {
     /// The worker goes idle until `until` at the latest: publish it, and
     /// return the next events read under the same locks.
     fn publish_idle(&self, worker: usize, until: u64) -> NextEvents;
-    /// The worker is busy again.
-    fn clear_idle(&self, worker: usize);
+    /// The worker is busy again at tick `now` (its heartbeat): clear what
+    /// `publish_idle` published, and make it active in the pull model's
+    /// hierarchy. Returns whether that made the hierarchy's top active.
+    fn clear_idle(&self, worker: usize, now: u64) -> bool;
     /// Runs the worker's events due at or before `now`; returns how many
     /// ran and its next events afterwards.
     fn run_expired(&self, worker: usize, now: u64) -> (usize, NextEvents);
@@ -178,10 +180,16 @@ impl EventSource for WheelSource<'_> {
         }
     }
 
-    fn clear_idle(&self, worker: usize) {
-        for kind in [BaseKind::Local, BaseKind::Global] {
-            self.bases.base(worker, kind).idle_exit();
-        }
+    fn clear_idle(&self, worker: usize, now: u64) -> bool {
+        // Active and no longer idle on the global base in one step, under
+        // its lock, which a stall and a remote expiry's update take too to
+        // mark it idle: neither can land in between, where its threshold
+        // would be wiped while the hierarchy counts the worker idle (arms
+        // there would then reach nobody).
+        let global = self.bases.base(worker, BaseKind::Global);
+        let top = global.idle_exit_with(|| self.hier.activate(worker, now));
+        self.bases.base(worker, BaseKind::Local).idle_exit();
+        top
     }
 
     fn run_expired(&self, worker: usize, now: u64) -> (usize, NextEvents) {
@@ -275,13 +283,20 @@ impl Nohz {
 
     /// `worker` is busy again. The kernel's `tick_nohz_idle_exit()`.
     pub(crate) fn idle_exit(&self, bases: &Bases, worker: usize) {
-        // Active first: a remote expiry that still finds the worker idle
-        // republishes its base's threshold before the sources clear it.
-        if self.hier.activate(worker, bases.ticks.now()) {
-            self.monitor.someone_active();
-        }
+        self.idle_exit_at(bases, worker, bases.ticks.now_precise());
+    }
+
+    /// [`idle_exit`](Self::idle_exit) at tick `now`, which becomes the
+    /// worker's heartbeat: the precise clock's tick, never the coarse one,
+    /// which lags it by up to a few ticks and would make a worker that has
+    /// just woken look stalled to the monitor at once.
+    fn idle_exit_at(&self, bases: &Bases, worker: usize, now: u64) {
+        let mut top = false;
         for s in &self.sources(bases) {
-            s.clear_idle(worker);
+            top |= s.clear_idle(worker, now);
+        }
+        if top {
+            self.monitor.someone_active();
         }
         self.hr.idle_exit(worker);
     }
@@ -305,8 +320,9 @@ impl Nohz {
         now: u64,
     ) -> (usize, NextEvents) {
         if self.hier.heartbeat(worker, now) {
-            // The monitor found it stalled: back to work.
-            self.idle_exit(bases, worker);
+            // The monitor found it stalled: back to work (at this tick
+            // point's tick, not an older one).
+            self.idle_exit_at(bases, worker, now);
         }
         let mut ran = 0;
         let mut next = NextEvents::default();

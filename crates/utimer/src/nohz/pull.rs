@@ -22,8 +22,19 @@
 //! does); if nobody is active it expires the due events of the top group
 //! itself. It then says when to run next: in one tick while somebody is
 //! active, at the first movable expiry if it armed the system's wake-up as
-//! the last "idle" party, or never (until a worker becomes active, which
+//! the last "idle" party, or never (until a worker becomes active, or a
+//! movable timer armed on a worker it stalled reaches the hierarchy: either
 //! unparks it).
+//!
+//! A stall may land at any moment of the worker's own life, its return to
+//! work included: its heartbeat is the precise tick of its tick point (the
+//! coarse clock lags by a few ticks and would make a worker that has just
+//! woken look stalled), and it becomes active and clears its global base's
+//! idle threshold in one step under that base's lock, the lock the stall
+//! takes to publish the threshold. Otherwise a stall in between would have
+//! its threshold wiped while the worker counts as idle: the worker's next
+//! movable timer would reach nobody, and the monitor would park for good
+//! (the loom model `stall_vs_idle_exit_and_arm`).
 
 use super::Nohz;
 use crate::base::{run_expired, BaseKind, Bases};
@@ -213,6 +224,58 @@ impl Nohz {
     }
 }
 
+#[cfg(all(test, not(loom)))]
+mod tests_heartbeat {
+    use crate::TimerSystem;
+    use std::time::Duration;
+
+    /// A worker's heartbeat is the precise tick of its last tick point:
+    /// its registration, its wake-up, and its return from a stall (whose
+    /// tick point stored the precise tick first and must not lower it).
+    /// So a monitor round at that tick plus the bound never finds a worker
+    /// stalled that has just reached one. (The coarse clock, which these
+    /// once read, lags the precise one by up to a few milliseconds, many
+    /// 100 µs ticks: a worker that had just woken looked stalled at once.)
+    /// Each round's tick is read before the tick point on this thread, so
+    /// this holds however slow the machine.
+    #[test]
+    fn a_worker_at_a_tick_point_is_not_stalled() {
+        const BOUND: u64 = 2;
+        let sys = TimerSystem::builder()
+            .workers(2)
+            .tick(Duration::from_micros(100))
+            .stall_bound(BOUND)
+            .build();
+        let core = sys.core();
+        let (bases, nohz) = (&core.bases, &core.nohz);
+        let stalls = || nohz.hier.stats(0).stalls;
+        let before = bases.ticks.now_precise();
+        let worker = sys.register_worker(0, || {}).unwrap();
+        nohz.monitor_round(bases, before + BOUND);
+        assert_eq!(stalls(), 0, "stalled right after registering");
+        for round in 0..20 {
+            // Idle, then awake again.
+            worker.idle();
+            let before = bases.ticks.now_precise();
+            worker.idle_exit();
+            nohz.monitor_round(bases, before + BOUND);
+            assert_eq!(stalls(), 2 * round, "stalled right after waking");
+            // Stalled for real (a round far ahead), then back at a tick
+            // point.
+            nohz.monitor_round(bases, bases.ticks.now_precise() + 100 * BOUND);
+            assert_eq!(stalls(), 2 * round + 1);
+            let before = bases.ticks.now_precise();
+            worker.run_expired();
+            assert!(nohz.hier.is_active(0), "its tick point ended the stall");
+            nohz.monitor_round(bases, before + BOUND);
+            assert_eq!(stalls(), 2 * round + 1, "stalled again right after a stall");
+            nohz.monitor_round(bases, bases.ticks.now_precise() + 100 * BOUND);
+            assert_eq!(stalls(), 2 * round + 2);
+            worker.run_expired();
+        }
+    }
+}
+
 /// Loom models of remote expiry (run by `ci/loom.sh`): the real expiry
 /// run, hierarchy and monitor, with loom's atomics and locks.
 #[cfg(all(test, loom))]
@@ -337,6 +400,76 @@ mod tests {
             // and ran once; pending: the re-arm beat the expiry, and the
             // drop cancelled it.
             assert_eq!(fired.load(SeqCst), usize::from(!was_pending));
+        });
+    }
+
+    /// A stall racing the stalled worker's own return to work. Worker 1
+    /// sleeps; the monitor found worker 0 stalled at tick 10 (no movable
+    /// timer yet). Worker 0 reaches its tick point at 10 (so it activates
+    /// again) and arms a movable timer for tick 20; meanwhile the monitor's
+    /// round at 13 may find its heartbeat (10) old and stall it again, as a
+    /// worker kept off the CPU between its tick point and its job would
+    /// be. Whatever the interleaving, the timer is not lost: worker 0 is
+    /// active (its own tick point runs it), or the monitor knows it must
+    /// run by tick 20 (it asked to, or was woken since) and its round there
+    /// fires it. (Before the fix, a stall between the activation and the
+    /// clearing of the global base's idle threshold had its threshold
+    /// wiped: the arm reached nobody and the monitor parked for good.)
+    #[test]
+    fn stall_vs_idle_exit_and_arm() {
+        model(|| {
+            let clock = Clock::manual();
+            let sys = Arc::new(
+                TimerSystem::builder()
+                    .workers(2)
+                    .clock(clock.clone())
+                    .topology(Topology::flat(2))
+                    .stall_bound(2)
+                    .build(),
+            );
+            let core = sys.core();
+            core.nohz.hier.join(0, 0);
+            core.nohz.hier.join(1, 0);
+            core.nohz.idle_enter(&core.bases, 1);
+            clock.set(10);
+            core.nohz.monitor_round(&core.bases, 10);
+            assert_eq!(core.nohz.hier.stats(0).stalls, 1);
+            let token = core.nohz.monitor.token();
+            let fired = Arc::new(AtomicUsize::new(0));
+            let f = fired.clone();
+            let timer = {
+                // Created on worker 0 (an unbound thread's home worker
+                // comes from a process-wide counter: not deterministic).
+                let _on = sys.enter(0).unwrap();
+                sys.timer(move |_| {
+                    f.fetch_add(1, SeqCst);
+                })
+            };
+            let monitor = {
+                let sys = sys.clone();
+                thread::spawn(move || {
+                    let core = sys.core();
+                    core.nohz.monitor_round(&core.bases, 13)
+                })
+            };
+            {
+                let _me = sys.enter(0).unwrap();
+                core.nohz.run_expired(&core.bases, 0, 10);
+                timer.modify(20).unwrap();
+            }
+            let next = monitor.join().unwrap();
+            if core.nohz.hier.is_active(0) {
+                return;
+            }
+            let woken = core.nohz.monitor.token() != token;
+            assert!(
+                woken || next.is_some_and(|t| t <= 20),
+                "worker 0 is stalled, its timer is due at 20, and the monitor \
+                 sleeps past it ({next:?})"
+            );
+            clock.set(20);
+            core.nohz.monitor_round(&core.bases, 20);
+            assert_eq!(fired.load(SeqCst), 1, "the stalled worker's timer fired");
         });
     }
 }

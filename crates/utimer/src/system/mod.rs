@@ -434,7 +434,7 @@ impl TimerSystem {
         self.core
             .nohz
             .hier
-            .join(worker, self.core.bases.ticks.now());
+            .join(worker, self.core.bases.ticks.now_precise());
     }
 
     /// Benchmark only: seed 004's "before", the push heuristic of

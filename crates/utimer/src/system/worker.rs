@@ -67,7 +67,9 @@ impl Worker {
             b.claim_ownership();
         }
         core.nohz.swap_waker(index, Some(wake));
-        if core.nohz.hier.join(index, core.bases.ticks.now()) {
+        // Its heartbeat from the precise clock: the coarse one lags by up
+        // to a few ticks, enough for the monitor to count it stalled.
+        if core.nohz.hier.join(index, core.bases.ticks.now_precise()) {
             core.nohz.monitor.someone_active();
         }
         Worker {
