@@ -27,6 +27,7 @@
 use super::{free_timer, Base, TimerPtr};
 use crate::entry::{RawTimer, TimerRef, DROPPED};
 use crate::sync::{futex, prefetch, prefetch_object, thread_local};
+use crate::wheel::BLOCK;
 use std::any::Any;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -69,6 +70,7 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> Expired {
         return Expired { ran: 0, next };
     }
     guard.expiring = true;
+    let mut queue = PrefetchQueue::new();
     let mut ran = 0;
     let mut published = guard.wheel.clk();
     // An offline base stops after the callback in progress: its timers
@@ -77,19 +79,16 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> Expired {
         .then(|| guard.wheel.poll(now))
         .flatten()
     {
-        // Start the cache misses of the next block's timers (16 to 32
-        // timers ahead) while this block's run.
+        // Start the cache misses of the next block's timers, one per
+        // timer run here: 16 timers ahead, spread out so that the misses
+        // never queue up behind each other.
         if let Some((ahead, after)) = guard.wheel.lookahead() {
-            for TimerPtr(next) in ahead {
-                // Both ends: a 32-byte header may straddle two lines.
-                let head = next.as_ptr().cast::<u8>();
-                prefetch(head);
-                prefetch(head.wrapping_add(std::mem::size_of::<RawTimer>() - 1));
-            }
+            queue.refill(ahead.map(|TimerPtr(t)| t.as_ptr().cast_const()));
             if let Some(after) = after {
                 prefetch_object(after);
             }
         }
+        queue.prefetch_one();
         // SAFETY: a timer the wheel held is live (entry/ lifetime rules),
         // and stays live until `running` is cleared: its handle's Drop
         // defers the free to us while it is set.
@@ -143,6 +142,52 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> Expired {
     guard.publish_clk();
     let next = guard.publish_next();
     Expired { ran, next }
+}
+
+/// Timers of the next block, prefetched one per timer run (both ends of
+/// the header: a 32-byte allocation may straddle two cache lines).
+struct PrefetchQueue {
+    timers: [*const RawTimer; BLOCK],
+    next: usize,
+    len: usize,
+}
+
+impl PrefetchQueue {
+    fn new() -> Self {
+        PrefetchQueue {
+            timers: [ptr::null(); BLOCK],
+            next: 0,
+            len: 0,
+        }
+    }
+
+    /// Takes the next block's timers (issuing what is left of the last
+    /// ones first).
+    #[inline]
+    fn refill(&mut self, timers: impl Iterator<Item = *const RawTimer>) {
+        while self.next < self.len {
+            self.prefetch_one();
+        }
+        self.len = 0;
+        self.next = 0;
+        for t in timers.take(BLOCK) {
+            self.timers[self.len] = t;
+            self.len += 1;
+        }
+    }
+
+    #[inline(always)]
+    fn prefetch_one(&mut self) {
+        if self.next < self.len {
+            let head = self.timers[self.next].cast::<u8>();
+            prefetch(head);
+            let end = head.wrapping_add(std::mem::size_of::<RawTimer>() - 1);
+            if (end as usize ^ head as usize) >= 64 {
+                prefetch(end);
+            }
+            self.next += 1;
+        }
+    }
 }
 
 /// Runs the callback outside any lock, with [`CURRENT`] naming it.

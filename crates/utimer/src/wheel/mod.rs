@@ -90,6 +90,7 @@ pub use index::{
 };
 
 use blocks::Lists;
+pub(crate) use blocks::BLOCK;
 pub(crate) use key::Unchecked;
 pub use key::{Generation, Key};
 
