@@ -292,22 +292,22 @@ mod tests {
         b.check(f);
     }
 
+    /// A system of two workers in one flat group, both hierarchy members.
+    fn two_members(builder: crate::Builder) -> Arc<TimerSystem> {
+        let sys = Arc::new(builder.workers(2).topology(Topology::flat(2)).build());
+        sys.core().nohz.hier.join(0, 0);
+        sys.core().nohz.hier.join(1, 0);
+        sys
+    }
+
     /// Two workers in one group, both members; worker 1 has a movable timer
     /// at tick 5 that asserts it never runs twice at once; at tick 10 the
     /// monitor finds worker 1 stalled, so worker 0 (the migrator) may pull
     /// it.
     fn stalled_setup(rearm: bool) -> (Arc<TimerSystem>, Timer, Arc<AtomicUsize>) {
         let clock = Clock::manual();
-        let sys = Arc::new(
-            TimerSystem::builder()
-                .workers(2)
-                .clock(clock.clone())
-                .topology(Topology::flat(2))
-                .build(),
-        );
+        let sys = two_members(TimerSystem::builder().clock(clock.clone()));
         let core = sys.core();
-        core.nohz.hier.join(0, 0);
-        core.nohz.hier.join(1, 0);
         let fired = Arc::new(AtomicUsize::new(0));
         let running = Arc::new(AtomicBool::new(false));
         let (f, r) = (fired.clone(), running.clone());
@@ -419,17 +419,8 @@ mod tests {
     fn stall_vs_idle_exit_and_arm() {
         model(|| {
             let clock = Clock::manual();
-            let sys = Arc::new(
-                TimerSystem::builder()
-                    .workers(2)
-                    .clock(clock.clone())
-                    .topology(Topology::flat(2))
-                    .stall_bound(2)
-                    .build(),
-            );
+            let sys = two_members(TimerSystem::builder().clock(clock.clone()).stall_bound(2));
             let core = sys.core();
-            core.nohz.hier.join(0, 0);
-            core.nohz.hier.join(1, 0);
             core.nohz.idle_enter(&core.bases, 1);
             clock.set(10);
             core.nohz.monitor_round(&core.bases, 10);

@@ -226,7 +226,7 @@ impl<T, G: Generation> Lists<T, G> {
         let gen = block.gens[pos];
         if room & (room - 1) == 0 && block.next != NIL {
             // That was its last free position.
-            self.move_to_back(b);
+            self.move_block(b, false);
         }
         self.len += 1;
         (b * BLOCK as u32 + pos as u32, gen)
@@ -268,7 +268,7 @@ impl<T, G: Generation> Lists<T, G> {
                 }
             }
         } else if was_full && block.prev != NIL {
-            self.move_to_front(b);
+            self.move_block(b, true);
         }
         Some((value, emptied))
     }
@@ -417,27 +417,22 @@ impl<T, G: Generation> Lists<T, G> {
         }
     }
 
-    /// A full block that was first goes last (it is not last already).
+    /// Moves block `b` within its list: to the back when it filled up as
+    /// the first block (and is not last), to the front when it just got
+    /// room (and is not first).
     #[cold]
-    fn move_to_back(&mut self, b: u32) {
+    fn move_block(&mut self, b: u32, to_front: bool) {
         let bucket = self.bucket_of_block(b);
         self.unlink(b);
-        let last = self.lists[bucket].last;
-        let block = &mut self.blocks[b as usize];
-        (block.prev, block.next) = (last, NIL);
-        self.blocks[last as usize].next = b;
-        self.lists[bucket].last = b;
-    }
-
-    /// A block that just got room goes first (it is not first already).
-    #[cold]
-    fn move_to_front(&mut self, b: u32) {
-        let bucket = self.bucket_of_block(b);
-        self.unlink(b);
-        let old = self.lists[bucket].first;
-        let block = &mut self.blocks[b as usize];
-        (block.prev, block.next) = (NIL, old);
-        self.link_before(b, old, bucket);
+        let ListHead { first, last, .. } = self.lists[bucket];
+        if to_front {
+            (self.blocks[b as usize].prev, self.blocks[b as usize].next) = (NIL, first);
+            self.link_before(b, first, bucket);
+        } else {
+            (self.blocks[b as usize].prev, self.blocks[b as usize].next) = (last, NIL);
+            self.blocks[last as usize].next = b;
+            self.lists[bucket].last = b;
+        }
     }
 
     /// Checks the structure against its invariants (tests only).
