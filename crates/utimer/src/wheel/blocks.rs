@@ -90,10 +90,12 @@ struct Block<T, G> {
     next: u32,
     /// The list the block is on (meaningless while free).
     list: u16,
-    /// Positions holding an entry (the low 16 bits). A whole word: the
-    /// next insert's load of it must be forwarded from the last removal's
-    /// store, and a wider load than the store it follows stalls.
-    live: u32,
+    /// The bucket of that list, kept up to date only while the block is
+    /// first in it (`prev == NIL`), so that emptying a bucket's last block
+    /// reads it from the block itself rather than from the table.
+    bucket: u16,
+    /// Positions holding an entry.
+    live: u16,
     /// Positions whose generation is used up: never used again.
     retired: u16,
 }
@@ -106,6 +108,7 @@ impl<T, G: Generation> Block<T, G> {
             prev: NIL,
             next: NIL,
             list: 0,
+            bucket: 0,
             live: 0,
             retired: 0,
         }
@@ -114,7 +117,10 @@ impl<T, G: Generation> Block<T, G> {
     /// Positions that can take an entry.
     #[inline(always)]
     fn room(&self) -> u32 {
-        !(self.live | self.retired() as u32) & FULL as u32
+        // For a generation that never runs out this reads `live` alone: a
+        // load of both masks at once, right after a removal's store to
+        // `live`, could not be forwarded from that store, and would stall.
+        !(self.live | self.retired()) as u32
     }
 
     /// Positions that can never take an entry again (none, and no work,
@@ -245,20 +251,20 @@ impl<T, G: Generation> Lists<T, G> {
         }
         // A position holds a value exactly while its `live` bit is set.
         let value = block.values[pos].take()?;
-        let bit = 1 << pos;
+        let bit: u16 = 1 << pos;
         let was_full = block.room() == 0;
         block.live &= !bit;
         match block.gens[pos].next() {
             Some(next) => block.gens[pos] = next,
             // Used up: a key can never name a later entry here.
-            None => block.retired |= bit as u16,
+            None => block.retired |= bit,
         }
         self.len -= 1;
         let mut emptied = None;
         if block.live == 0 {
             if block.prev == NIL && block.next == NIL && block.retired() != FULL {
                 // The list's last block stays, empty, for its next entry.
-                emptied = Some(self.bucket_of_block(b));
+                emptied = Some(block.bucket as usize);
             } else {
                 let bucket = self.bucket_of_block(b);
                 self.unlink(b);
@@ -292,8 +298,13 @@ impl<T, G: Generation> Lists<T, G> {
     pub(crate) fn move_bucket(&mut self, from: usize, to: usize) {
         debug_assert!(self.is_bucket_empty(to));
         self.lists.swap(from, to);
-        self.bucket_of[self.lists[to].id as usize] = to as u16;
-        self.bucket_of[self.lists[from].id as usize] = from as u16;
+        for bucket in [from, to] {
+            let ListHead { first, id, .. } = self.lists[bucket];
+            self.bucket_of[id as usize] = bucket as u16;
+            if first != NIL {
+                self.blocks[first as usize].bucket = bucket as u16;
+            }
+        }
     }
 
     /// For prefetching: once per first block of `bucket` (`*seen` remembers
@@ -389,6 +400,7 @@ impl<T, G: Generation> Lists<T, G> {
             _ => self.blocks[old as usize].prev = b,
         }
         self.lists[bucket].first = b;
+        self.blocks[b as usize].bucket = bucket as u16;
     }
 
     /// Takes block `b` out of its list.
@@ -402,7 +414,13 @@ impl<T, G: Generation> Lists<T, G> {
         }
         match next {
             NIL => self.lists[bucket].last = prev,
-            _ => self.blocks[next as usize].prev = prev,
+            _ => {
+                let after = &mut self.blocks[next as usize];
+                after.prev = prev;
+                if prev == NIL {
+                    after.bucket = bucket as u16; // now first
+                }
+            }
         }
     }
 
@@ -446,6 +464,9 @@ impl<T, G: Generation> Lists<T, G> {
                 let block = &self.blocks[b as usize];
                 assert_eq!(block.prev, prev);
                 assert_eq!(block.list, head.id);
+                if prev == NIL {
+                    assert_eq!(block.bucket as usize, bucket);
+                }
                 let sole = head.first == head.last;
                 assert!(block.live != 0 || sole, "an empty block stays linked");
                 let full = block.room() == 0;
