@@ -14,7 +14,7 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize};
 use loom::thread;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
-use utimer::{Clock, TimerSystem};
+use utimer::{Clock, ClockId, HrRestart, TimerFlags, TimerSystem};
 
 /// One helper runs every model, bounded so that it finishes in CI.
 fn model(f: impl Fn() + Sync + Send + 'static) {
@@ -349,5 +349,77 @@ fn offline_vs_delete() {
         assert_eq!(fired.load(SeqCst), 0);
         let s = sys.stats();
         assert_eq!((s.armed, s.deleted, s.pending), (1, 1, 0));
+    });
+}
+
+/// `next_expiry`'s per-worker summary (`base/summary.rs`) on the real
+/// paths, against arms on two other threads, one on each wheel source (the
+/// local and the global base, two locks): once both arms returned, the
+/// answer is exact, and so is the answer read again from the summary. (The
+/// protocol's own interleavings are explored in `base/summary/tests.rs`:
+/// here loom ran the spawned threads only once the main thread blocked.)
+#[test]
+fn next_expiry_summary_vs_arms() {
+    model(|| {
+        let (sys, _clock) = system(1);
+        assert_eq!(sys.next_expiry(0).unwrap(), None);
+        let arm = |flags: TimerFlags, at: u64| {
+            let t = Arc::new(sys.timer_with_flags(flags, |_| {}));
+            let (sys, t2) = (sys.clone(), t.clone());
+            let h = thread::spawn(move || {
+                let _g = sys.enter(0).unwrap();
+                t2.modify(at).unwrap();
+            });
+            (t, h)
+        };
+        let (_local, a) = arm(TimerFlags::PINNED, 20);
+        let (_global, b) = arm(TimerFlags::NONE, 10);
+        let seen = sys.next_expiry(0).unwrap();
+        assert!(matches!(seen, None | Some(10) | Some(20)), "{seen:?}");
+        a.join().unwrap();
+        b.join().unwrap();
+        assert_eq!(sys.next_expiry(0).unwrap(), Some(10));
+        assert_eq!(sys.next_expiry(0).unwrap(), Some(10));
+    });
+}
+
+/// The same with an hrtimer start and a wheel cancel on other threads: an
+/// answer cached before them (the wheel timer at 30) is replaced by the
+/// hrtimer's tick once both returned.
+#[test]
+fn next_expiry_summary_vs_hrtimer_start_and_cancel() {
+    model(|| {
+        let clock = Clock::manual();
+        let sys = Arc::new(
+            TimerSystem::builder()
+                .workers(1)
+                .tick(std::time::Duration::from_micros(100))
+                .clock(clock)
+                .build(),
+        );
+        let t = Arc::new(sys.timer(|_| {}));
+        {
+            let _g = sys.enter(0).unwrap();
+            t.modify(30).unwrap();
+        }
+        assert_eq!(sys.next_expiry(0).unwrap(), Some(30));
+        let h = Arc::new(
+            sys.hrtimer_on(0, ClockId::Monotonic, |_| HrRestart::NoRestart)
+                .unwrap(),
+        );
+        let starter = {
+            let h = h.clone();
+            thread::spawn(move || h.start(40 * 100_000).unwrap())
+        };
+        let canceller = {
+            let t = t.clone();
+            thread::spawn(move || assert!(t.delete()))
+        };
+        let seen = sys.next_expiry(0).unwrap();
+        assert!(matches!(seen, None | Some(30) | Some(40)), "{seen:?}");
+        starter.join().unwrap();
+        canceller.join().unwrap();
+        assert_eq!(sys.next_expiry(0).unwrap(), Some(40));
+        assert_eq!(sys.next_expiry(0).unwrap(), Some(40));
     });
 }

@@ -88,6 +88,7 @@
 mod expire;
 mod hotplug;
 mod stats;
+mod summary;
 mod table;
 #[cfg(all(test, not(loom)))]
 pub(crate) mod testing;
@@ -97,6 +98,7 @@ pub(crate) use expire::{in_callback, run_expired, running_here};
 pub(crate) use hotplug::Hotplug;
 pub use stats::BaseStats;
 pub(crate) use stats::Counters;
+pub(crate) use summary::{NextSummary, Summaries};
 pub(crate) use table::{Bases, BasesConfig, Binding, Hooks, PanicHook};
 
 use crate::entry::{Locked, RawTimer, TimerRef, MIGRATING};
@@ -210,13 +212,17 @@ pub(crate) struct Base {
     /// path, an expiry run, a forward, a drain) stores it. So it is exact
     /// or unknown whenever the lock is free and no expiry run is under way
     /// (during one: exact or a lower bound). Read without the lock by
-    /// [`Base::next_expiry`].
+    /// [`Base::next_expiry`]. Leaving a known value also invalidates the
+    /// worker's summary (`summary.rs`).
     next: AtomicU64,
     /// The table this base lives in.
     table: *const Bases,
     /// The manual clock's word, or null for the monotonic clock: "now" in
     /// one load on the arm path (see [`Base::jiffies`]).
     manual_clock: *const std::sync::atomic::AtomicU64,
+    /// The worker's next-event summary (a sink for a deferrable base),
+    /// invalidated under `lock` when `next` leaves a known value.
+    summary: *const NextSummary,
     /// Protected by `lock`.
     inner: UnsafeCell<BaseInner>,
     /// Lock-free `modify` hits (only counted when statistics are on), on its
@@ -233,7 +239,7 @@ pub(crate) struct Padded<T>(pub(crate) T);
 
 // SAFETY: `inner` is only accessed through a BaseGuard, i.e. with `lock` held;
 // everything else is atomic or immutable (`table` points to the Sync table
-// that contains this base).
+// that contains this base, `summary` to an atomic that table keeps alive).
 unsafe impl Sync for Base {}
 // SAFETY: as above; TimerPtr is Send.
 unsafe impl Send for Base {}
@@ -244,6 +250,7 @@ impl Base {
         clk: u64,
         table: *const Bases,
         manual_clock: *const std::sync::atomic::AtomicU64,
+        summary: *const NextSummary,
         config: &BasesConfig,
     ) -> Self {
         Base {
@@ -256,6 +263,7 @@ impl Base {
             next: AtomicU64::new(NEXT_NONE),
             table,
             manual_clock,
+            summary,
             inner: UnsafeCell::new(BaseInner {
                 wheel: Wheel::build(clk, config.capacity),
                 stats: Counters::default(),
@@ -355,9 +363,19 @@ impl Base {
         }
     }
 
+    /// This base's next expiry computed under its lock (and published in
+    /// the mirror): what the summary's slow path reads (`summary.rs`).
     #[cold]
-    fn next_expiry_locked(&self) -> Option<u64> {
+    pub(crate) fn next_expiry_locked(&self) -> Option<u64> {
         self.lock().publish_next()
+    }
+
+    /// The worker's next-event summary (`summary.rs`).
+    #[inline(always)]
+    fn summary(&self) -> &NextSummary {
+        // SAFETY: set at construction to a summary of the table's
+        // `Summaries`, which the table keeps as long as its bases.
+        unsafe { &*self.summary }
     }
 
     /// The worker goes idle until `until` (at the latest): publishes the
@@ -622,6 +640,7 @@ impl<'a> BaseGuard<'a> {
     fn mirror_changed(&self) {
         if self.base.next.load(Relaxed) != NEXT_UNKNOWN {
             self.base.next.store(NEXT_UNKNOWN, Release);
+            self.base.summary().invalidate();
         }
     }
 
@@ -660,8 +679,13 @@ impl<'a> BaseGuard<'a> {
     pub(crate) fn publish_next(&mut self) -> Option<u64> {
         let next = self.wheel.next_expiry();
         let word = next.unwrap_or(NEXT_NONE);
-        if self.base.next.load(Relaxed) != word {
+        let old = self.base.next.load(Relaxed);
+        if old != word {
             self.base.next.store(word, Release);
+            // From unknown: the move to unknown already invalidated it.
+            if old != NEXT_UNKNOWN {
+                self.base.summary().invalidate();
+            }
         }
         next
     }

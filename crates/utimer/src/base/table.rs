@@ -22,7 +22,7 @@
 //!   timers, as a kernel CPU keeps taking interrupts while a task sleeps;
 //! * **whom to tell about a panic** in a callback.
 
-use super::{Base, BaseKind, BaseStats, KINDS};
+use super::{Base, BaseKind, BaseStats, Summaries, KINDS};
 use crate::entry::{DEFERRABLE, PINNED};
 use crate::sync::thread_local;
 use crate::time::TickSource;
@@ -64,6 +64,9 @@ pub(crate) struct Bases {
     hooks: Arc<dyn Hooks>,
     panic_hook: Option<PanicHook>,
     pub(crate) hotplug: super::Hotplug,
+    /// Every worker's next-event summary (`summary.rs`), shared with the
+    /// hrtimer bases.
+    pub(crate) summaries: Arc<Summaries>,
     /// This table's identity for thread bindings: never reused (an address
     /// could be, by a table allocated after this one is freed, and a
     /// binding restored out of order could then name the wrong table).
@@ -93,6 +96,7 @@ impl Bases {
         config: &BasesConfig,
         hooks: Arc<dyn Hooks>,
         panic_hook: Option<PanicHook>,
+        summaries: Arc<Summaries>,
     ) -> Arc<Bases> {
         let clk = ticks.now();
         let manual = ticks
@@ -100,13 +104,21 @@ impl Bases {
             .map_or(std::ptr::null(), |w| w as *const _);
         Arc::new_cyclic(|me| Bases {
             bases: (0..workers * KINDS)
-                .map(|i| Base::new(i as u32, clk, me.as_ptr(), manual, config))
+                .map(|i| {
+                    let summary = if i % KINDS == BaseKind::Deferrable as usize {
+                        summaries.sink()
+                    } else {
+                        summaries.of(i / KINDS)
+                    };
+                    Base::new(i as u32, clk, me.as_ptr(), manual, summary, config)
+                })
                 .collect(),
             workers,
             ticks,
             hooks,
             panic_hook,
             hotplug: super::Hotplug::new(workers),
+            summaries,
             id: NEXT_ID.fetch_add(1, Relaxed),
         })
     }

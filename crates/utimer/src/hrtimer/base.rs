@@ -21,7 +21,9 @@
 //!   nothing due without locking it or reading its clock) and by
 //!   `next_expiry`. A reader that races a start sees the queue as it was
 //!   just before, which a lock could not rule out either: the start wakes
-//!   the worker if it must (`idle_until`).
+//!   the worker if it must (`idle_until`). A change of `first_hard` also
+//!   invalidates the worker's next-event summary, under the same lock
+//!   (`base/summary.rs`).
 //! * `route` is written by hot-plug only (serialized by the system's
 //!   hot-plug mutex), read by starts that find the base offline.
 //!
@@ -36,6 +38,7 @@ use super::entry::{HrEntry, MIGRATING, NOT_QUEUED, SHUTDOWN};
 use super::queue::{Handle, Queue};
 use super::sleeper::Pairing;
 use super::HrTable;
+use crate::base::NextSummary;
 use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, Mutex, MutexGuard};
 use crate::time::ClockId;
 use crate::TimerError;
@@ -116,7 +119,16 @@ pub(crate) struct HrBase {
     /// [`ONLINE`], or the worker whose base of this clock takes this
     /// offline worker's timers.
     pub(crate) route: AtomicU32,
+    /// The worker's next-event summary, invalidated when `first_hard`
+    /// changes.
+    summary: *const NextSummary,
 }
+
+// SAFETY: `summary` points to an atomic that the table holding this base
+// keeps alive (`HrTable::summaries`); everything else is Sync.
+unsafe impl Sync for HrBase {}
+// SAFETY: as above.
+unsafe impl Send for HrBase {}
 
 /// The base lock held: [`HrInner`] through `Deref`; publishes the first
 /// expiry mirrors when dropped.
@@ -151,12 +163,15 @@ impl Drop for HrGuard<'_> {
         }
         if b.first_hard.load(Relaxed) != hard {
             b.first_hard.store(hard, Release);
+            // SAFETY: see `HrBase::summary`.
+            unsafe { &*b.summary }.invalidate();
         }
     }
 }
 
 impl HrBase {
-    pub(crate) fn new(index: u32, clock: ClockId) -> HrBase {
+    /// `summary`: the worker's, in a `Summaries` that outlives the base.
+    pub(crate) fn new(index: u32, clock: ClockId, summary: *const NextSummary) -> HrBase {
         HrBase {
             index,
             clock,
@@ -176,6 +191,7 @@ impl HrBase {
             first_soft: AtomicU64::new(u64::MAX),
             first_hard: AtomicU64::new(u64::MAX),
             route: AtomicU32::new(ONLINE),
+            summary,
         }
     }
 
@@ -205,6 +221,13 @@ impl HrBase {
     #[inline]
     pub(crate) fn next_expiry(&self) -> Option<u64> {
         let hard = self.first_hard.load(Acquire);
+        (hard != u64::MAX).then_some(hard)
+    }
+
+    /// The first hard expiry, read under the lock (what the worker's
+    /// summary is computed from, `base/summary.rs`).
+    pub(crate) fn next_expiry_locked(&self) -> Option<u64> {
+        let hard = self.lock().first().1;
         (hard != u64::MAX).then_some(hard)
     }
 

@@ -107,10 +107,12 @@ pub(crate) use expire::in_callback;
 pub(crate) use timer::HrEnv;
 pub use timer::HrTimer;
 
+use crate::base::Summaries;
 use crate::time::{ClockId, TickSource};
 use base::{HrBase, DEAD, OFFLINE, ONLINE};
 use std::any::Any;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 
 /// Clocks per worker.
 pub(crate) const CLOCKS: usize = 3;
@@ -145,14 +147,21 @@ pub struct HrBaseInfo {
 /// Every worker's hrtimer bases.
 pub(crate) struct HrTable {
     bases: Box<[HrBase]>,
+    /// The workers' next-event summaries, which the bases invalidate
+    /// (`base/summary.rs`); kept here so that they outlive the bases.
+    _summaries: Arc<Summaries>,
 }
 
 impl HrTable {
-    pub(crate) fn new(workers: usize) -> HrTable {
+    pub(crate) fn new(workers: usize, summaries: Arc<Summaries>) -> HrTable {
         HrTable {
             bases: (0..workers * CLOCKS)
-                .map(|i| HrBase::new(i as u32, ClockId::ALL[i % CLOCKS]))
+                .map(|i| {
+                    let summary = summaries.of(i / CLOCKS) as *const _;
+                    HrBase::new(i as u32, ClockId::ALL[i % CLOCKS], summary)
+                })
                 .collect(),
+            _summaries: summaries,
         }
     }
 
@@ -172,22 +181,32 @@ impl HrTable {
     }
 
     /// `worker`'s first hard expiry over its clocks, as a
-    /// `CLOCK_MONOTONIC` time in ns (see the module docs).
-    #[inline]
-    pub(crate) fn next_event(&self, worker: usize, ticks: &TickSource) -> Option<u64> {
+    /// `CLOCK_MONOTONIC` time in ns (see the module docs), each base read
+    /// under its lock (one at a time), for the worker's summary
+    /// (`base/summary.rs`); and
+    /// whether the answer may be cached: not while a `BOOTTIME` or
+    /// `REALTIME` timer is queued on a real clock (its conversion depends
+    /// on the clocks' current offset).
+    pub(crate) fn next_event_locked(
+        &self,
+        worker: usize,
+        ticks: &TickSource,
+    ) -> (Option<u64>, bool) {
         let mut next: Option<u64> = None;
+        let mut cacheable = true;
         for b in self.worker_bases(worker) {
-            if let Some(ns) = b.next_expiry() {
+            if let Some(ns) = b.next_expiry_locked() {
+                cacheable &= b.clock == ClockId::Monotonic || ticks.clock().is_manual();
                 let mono = to_monotonic(ticks, b.clock, ns);
                 next = Some(next.map_or(mono, |n| n.min(mono)));
             }
         }
-        next
+        (next, cacheable)
     }
 
     /// `worker` goes idle: each base publishes its first expiry (a start
     /// before it wakes the worker). Returns the first, as
-    /// [`next_event`](Self::next_event) does.
+    /// [`next_event_locked`](Self::next_event_locked) does.
     pub(crate) fn idle_enter(&self, worker: usize, ticks: &TickSource) -> Option<u64> {
         self.worker_bases(worker)
             .iter()
@@ -203,7 +222,7 @@ impl HrTable {
     }
 
     /// Runs `worker`'s due hrtimers. Returns how many ran and its next
-    /// event as [`next_event`](Self::next_event) does.
+    /// event as [`next_event_locked`](Self::next_event_locked) does.
     pub(crate) fn run_expired(
         &self,
         worker: usize,

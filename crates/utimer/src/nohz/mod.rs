@@ -48,7 +48,7 @@ mod pull;
 
 pub(crate) use pull::Monitor;
 
-use crate::base::{BaseKind, Bases, Hooks};
+use crate::base::{BaseKind, Bases, Hooks, Summaries};
 use crate::hrtimer::HrTable;
 use crate::migration::{Deactivated, Hierarchy, NewTimer, TopIdle, Wake};
 use crate::sync::Mutex;
@@ -222,10 +222,16 @@ pub(crate) struct Nohz {
 }
 
 impl Nohz {
-    pub(crate) fn new(workers: usize, hier: Hierarchy, stall_bound: u64, pull: bool) -> Arc<Nohz> {
+    pub(crate) fn new(
+        workers: usize,
+        hier: Hierarchy,
+        stall_bound: u64,
+        pull: bool,
+        summaries: Arc<Summaries>,
+    ) -> Arc<Nohz> {
         Arc::new(Nohz {
             wakers: (0..workers).map(|_| Mutex::new(None)).collect(),
-            hr: HrTable::new(workers),
+            hr: HrTable::new(workers, summaries),
             hier,
             monitor: Monitor::new(stall_bound),
             pull,
@@ -301,13 +307,38 @@ impl Nohz {
         self.hr.idle_exit(worker);
     }
 
-    /// `worker`'s next events, without going idle.
-    pub(crate) fn next_events(&self, bases: &Bases, worker: usize) -> NextEvents {
-        let mut next = NextEvents::default();
-        for s in &self.sources(bases) {
-            next = next.min(s.next_events(worker));
+    /// `worker`'s earliest event as a tick (an hrtimer's rounded up),
+    /// without going idle: one load of its summary while no source changed
+    /// since the last answer (`base/summary.rs`).
+    #[inline]
+    pub(crate) fn next_tick(&self, bases: &Bases, worker: usize) -> Option<u64> {
+        match bases.summaries.of(worker).read() {
+            Ok(next) => next,
+            Err(()) => self.next_tick_locked(bases, worker),
         }
-        next.precise = self.hr.next_event(worker, &bases.ticks);
+    }
+
+    /// [`next_tick`](Self::next_tick) when the summary does not know:
+    /// claims it, reads every source under its lock (one at a time), and
+    /// publishes the answer.
+    #[cold]
+    #[inline(never)]
+    fn next_tick_locked(&self, bases: &Bases, worker: usize) -> Option<u64> {
+        let summary = bases.summaries.of(worker);
+        let claim = match summary.claim() {
+            Ok(next) => return next,
+            Err(claim) => claim,
+        };
+        let (precise, cacheable) = self.hr.next_event_locked(worker, &bases.ticks);
+        let next = NextEvents {
+            local: bases.base(worker, BaseKind::Local).next_expiry_locked(),
+            global: bases.base(worker, BaseKind::Global).next_expiry_locked(),
+            precise,
+        }
+        .earliest_tick(&bases.ticks);
+        if cacheable {
+            summary.publish(claim, next);
+        }
         next
     }
 

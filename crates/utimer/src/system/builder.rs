@@ -1,7 +1,7 @@
 //! [`Builder`]: a [`TimerSystem`]'s settings.
 
 use super::{Core, TimerSystem};
-use crate::base::{Bases, BasesConfig, PanicHook};
+use crate::base::{Bases, BasesConfig, PanicHook, Summaries};
 use crate::migration::{Hierarchy, Topology};
 use crate::nohz::Nohz;
 use crate::time::{Clock, TickSource};
@@ -170,17 +170,26 @@ impl Builder {
             None => Topology::detect(self.workers, self.pin.as_deref()),
         };
         let ticks = TickSource::new(self.clock, self.tick);
+        let summaries = Arc::new(Summaries::new(self.workers));
         let nohz = Nohz::new(
             self.workers,
             Hierarchy::new(&topology),
             self.stall_bound,
             self.pull,
+            summaries.clone(),
         );
         let config = BasesConfig {
             stats: self.stats,
             capacity: self.capacity,
         };
-        let bases = Bases::new(self.workers, ticks, &config, nohz.clone(), self.panic_hook);
+        let bases = Bases::new(
+            self.workers,
+            ticks,
+            &config,
+            nohz.clone(),
+            self.panic_hook,
+            summaries,
+        );
         let core = Core { bases, nohz };
         Ok(TimerSystem {
             env: Arc::new(core.clone()),

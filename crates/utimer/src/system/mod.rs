@@ -259,12 +259,18 @@ impl TimerSystem {
     /// deferrable timers do not count, as they never wake a worker. The
     /// kernel's `get_next_timer_interrupt()`.
     ///
+    /// One load while nothing of the worker's changed since the last call
+    /// (a per-worker summary); after a change, each of its bases is read
+    /// under its lock. A call racing an arm or a cancel on another thread
+    /// answers as before or as after it, never later than the earliest
+    /// timer pending throughout the call. During an expiry run of the
+    /// worker, it may answer earlier than the truth (a timer being fired).
+    ///
     /// # Errors
     /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
     pub fn next_expiry(&self, worker: usize) -> Result<Option<u64>, TimerError> {
         self.core.bases.check_worker(worker)?;
-        let next = self.core.nohz.next_events(&self.core.bases, worker);
-        Ok(next.earliest_tick(&self.core.bases.ticks))
+        Ok(self.core.nohz.next_tick(&self.core.bases, worker))
     }
 
     /// Statistics of one base.
