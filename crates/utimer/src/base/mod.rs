@@ -87,6 +87,7 @@
 
 mod expire;
 mod hotplug;
+mod idle;
 mod stats;
 mod summary;
 mod table;
@@ -213,7 +214,8 @@ pub(crate) struct Base {
     /// or unknown whenever the lock is free and no expiry run is under way
     /// (during one: exact or a lower bound). Read without the lock by
     /// [`Base::next_expiry`]. Leaving a known value also invalidates the
-    /// worker's summary (`summary.rs`).
+    /// worker's summary (`summary.rs`). The code that reads and writes it
+    /// is in `idle.rs`.
     next: AtomicU64,
     /// The table this base lives in.
     table: *const Bases,
@@ -348,85 +350,6 @@ impl Base {
     #[inline(always)]
     pub(crate) fn is_running(&self, t: TimerRef<'_>) -> bool {
         t.is(self.running.load(Relaxed))
-    }
-
-    /// This base's next expiry: one load of its mirror, or, when the
-    /// mirror does not know (the wheel changed since it was last
-    /// computed), computed under the lock and published. (The idle computation never asks a deferrable
-    /// base: those never wake a worker.)
-    #[inline]
-    pub(crate) fn next_expiry(&self) -> Option<u64> {
-        match self.next.load(Acquire) {
-            NEXT_NONE => None,
-            NEXT_UNKNOWN => self.next_expiry_locked(),
-            tick => Some(tick),
-        }
-    }
-
-    /// This base's next expiry computed under its lock (and published in
-    /// the mirror): what the summary's slow path reads (`summary.rs`).
-    #[cold]
-    pub(crate) fn next_expiry_locked(&self) -> Option<u64> {
-        self.lock().publish_next()
-    }
-
-    /// The worker's next-event summary (`summary.rs`).
-    #[inline(always)]
-    fn summary(&self) -> &NextSummary {
-        // SAFETY: set at construction to a summary of the table's
-        // `Summaries`, which the table keeps as long as its bases.
-        unsafe { &*self.summary }
-    }
-
-    /// The worker goes idle until `until` (at the latest): publishes the
-    /// earlier of that and this base's next expiry, so that an arm that
-    /// fires before it calls the wake hook. Returns the next expiry, read
-    /// under the same lock, so no arm slips in between unseen.
-    pub(crate) fn idle_enter(&self, until: u64) -> Option<u64> {
-        let mut guard = self.lock();
-        let next = guard.publish_next();
-        let until = next.map_or(until, |n| n.min(until));
-        self.idle_until.store(until.max(1), Relaxed);
-        next
-    }
-
-    /// Runs `f` with this base's next expiry, under the base's lock (so no
-    /// arm slips in between unseen); stores the threshold `f` returns, if
-    /// any, in `idle_until`: an enqueue that fires before it then calls the
-    /// wake hook. `f` may take hierarchy locks (base before hierarchy), and
-    /// no base lock.
-    pub(crate) fn with_next_expiry<R>(&self, f: impl FnOnce(Option<u64>) -> (R, Option<u64>)) -> R {
-        let mut guard = self.lock();
-        let next = guard.publish_next();
-        let (r, threshold) = f(next);
-        if let Some(t) = threshold {
-            self.idle_until.store(t.max(1), Relaxed);
-        }
-        drop(guard);
-        r
-    }
-
-    /// The worker is busy again: arms here need not wake it.
-    pub(crate) fn idle_exit(&self) {
-        self.idle_until.store(0, Relaxed);
-    }
-
-    /// [`idle_exit`](Self::idle_exit) for a base whose threshold others
-    /// publish too (a global base: a stall, a remote expiry's update, each
-    /// under the lock, through [`with_next_expiry`](Self::with_next_expiry)):
-    /// runs `f`, which makes the worker active in the hierarchy, and clears
-    /// the threshold, both under the base's lock. A stall then lands wholly
-    /// before (and is undone here) or wholly after (and its threshold
-    /// stays); a lock-free clear after `f` could wipe the threshold of a
-    /// stall that came in between, and arms would no longer reach the
-    /// hierarchy. `f` may take hierarchy locks (base before hierarchy), and
-    /// no base lock.
-    pub(crate) fn idle_exit_with<R>(&self, f: impl FnOnce() -> R) -> R {
-        let guard = self.lock();
-        let r = f();
-        self.idle_until.store(0, Relaxed);
-        drop(guard);
-        r
     }
 
     /// Shuts the base down: every pending timer is cancelled (its callback
@@ -632,18 +555,6 @@ impl<'a> BaseGuard<'a> {
         true
     }
 
-    /// The wheel changed (a timer came or went): the mirror no longer
-    /// knows the first expiry. The next reader computes it under the lock
-    /// and publishes it ([`Base::next_expiry`]); until then, arms and
-    /// cancels pay one load here, not a recomputation.
-    #[inline(always)]
-    fn mirror_changed(&self) {
-        if self.base.next.load(Relaxed) != NEXT_UNKNOWN {
-            self.base.next.store(NEXT_UNKNOWN, Release);
-            self.base.summary().invalidate();
-        }
-    }
-
     /// [`detach_if_pending`](Self::detach_if_pending), counted as a delete:
     /// what every cancelling call does.
     #[inline(always)]
@@ -672,22 +583,6 @@ impl<'a> BaseGuard<'a> {
         unsafe { t.get().set_base_word(to.erased(), &locked) };
         guard.stats.migrated += 1;
         guard
-    }
-
-    /// The wheel's next expiry, computed (a bitmap scan if its cache is
-    /// stale) and stored in the lock-free mirror.
-    pub(crate) fn publish_next(&mut self) -> Option<u64> {
-        let next = self.wheel.next_expiry();
-        let word = next.unwrap_or(NEXT_NONE);
-        let old = self.base.next.load(Relaxed);
-        if old != word {
-            self.base.next.store(word, Release);
-            // From unknown: the move to unknown already invalidated it.
-            if old != NEXT_UNKNOWN {
-                self.base.summary().invalidate();
-            }
-        }
-        next
     }
 
     /// Publishes the wheel clock for lock-free readers.
