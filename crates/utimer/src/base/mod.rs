@@ -489,7 +489,7 @@ impl<'a> BaseGuard<'a> {
     /// first bringing a stale clock forward if the timer would land above
     /// level 0. The kernel's `internal_add_timer()` after
     /// `forward_timer_base()`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add_timer(&mut self, t: TimerRef<'_>, expires: u64, now: Option<u64>) {
         // (The clock never exceeds MAX_TICK + 1: no overflow.)
         if expires >= self.wheel.clk() + LEVEL0_SPAN {
