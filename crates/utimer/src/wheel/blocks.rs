@@ -72,7 +72,7 @@ pub(crate) const NIL: u32 = u32::MAX;
 /// Entries per block: one bit each in a block's masks.
 pub(crate) const BLOCK: usize = 16;
 /// A mask with every position taken.
-const FULL: u16 = u16::MAX;
+const FULL: u32 = 0xffff;
 /// The largest number of blocks (block indices stay below [`NIL`] / 16, so
 /// a key `block * 16 + position` fits in 32 bits): 2^32 - 16 entries.
 const MAX_BLOCKS: usize = (u32::MAX as usize) / BLOCK;
@@ -88,16 +88,19 @@ struct Block<T, G> {
     /// The next block of the list, or `NIL` for the last; on the free
     /// list, the next free block.
     next: u32,
+    /// Positions holding an entry (bits 0–15) and positions whose
+    /// generation is used up, never used again (bits 16–31). One word,
+    /// always read and written whole: the compiler widens a 16-bit load to
+    /// 32 bits, and such a load right after a 16-bit store to the same
+    /// place cannot be forwarded from it and stalls (a quarter of a
+    /// wheel-alone insert + remove).
+    masks: u32,
     /// The list the block is on (meaningless while free).
     list: u16,
     /// The bucket of that list, kept up to date only while the block is
     /// first in it (`prev == NIL`), so that emptying a bucket's last block
     /// reads it from the block itself rather than from the table.
     bucket: u16,
-    /// Positions holding an entry.
-    live: u16,
-    /// Positions whose generation is used up: never used again.
-    retired: u16,
 }
 
 impl<T, G: Generation> Block<T, G> {
@@ -107,28 +110,30 @@ impl<T, G: Generation> Block<T, G> {
             gens: [G::FIRST; BLOCK],
             prev: NIL,
             next: NIL,
+            masks: 0,
             list: 0,
             bucket: 0,
-            live: 0,
-            retired: 0,
         }
+    }
+
+    /// Positions holding an entry.
+    #[inline(always)]
+    fn live(&self) -> u32 {
+        self.masks & FULL
     }
 
     /// Positions that can take an entry.
     #[inline(always)]
     fn room(&self) -> u32 {
-        // For a generation that never runs out this reads `live` alone: a
-        // load of both masks at once, right after a removal's store to
-        // `live`, could not be forwarded from that store, and would stall.
-        !(self.live | self.retired()) as u32
+        !(self.masks | self.retired()) & FULL
     }
 
     /// Positions that can never take an entry again (none, and no work,
     /// for a generation that never runs out).
     #[inline(always)]
-    fn retired(&self) -> u16 {
+    fn retired(&self) -> u32 {
         if G::RUNS_OUT {
-            self.retired
+            self.masks >> 16
         } else {
             0
         }
@@ -194,7 +199,7 @@ impl<T, G: Generation> Lists<T, G> {
     #[inline]
     pub(crate) fn is_bucket_empty(&self, bucket: usize) -> bool {
         let first = self.head(bucket).first;
-        first == NIL || self.blocks[first as usize].live == 0
+        first == NIL || self.blocks[first as usize].live() == 0
     }
 
     /// Bytes held by this structure's heap allocations.
@@ -228,7 +233,7 @@ impl<T, G: Generation> Lists<T, G> {
         // `room` is not zero: the mask keeps the index in bounds for free.
         let pos = room.trailing_zeros() as usize % BLOCK;
         block.values[pos] = Some(value);
-        block.live |= 1 << pos;
+        block.masks |= 1 << pos;
         let gen = block.gens[pos];
         if room & (room - 1) == 0 && block.next != NIL {
             // That was its last free position.
@@ -251,17 +256,17 @@ impl<T, G: Generation> Lists<T, G> {
         }
         // A position holds a value exactly while its `live` bit is set.
         let value = block.values[pos].take()?;
-        let bit: u16 = 1 << pos;
+        let bit: u32 = 1 << pos;
         let was_full = block.room() == 0;
-        block.live &= !bit;
+        block.masks &= !bit;
         match block.gens[pos].next() {
             Some(next) => block.gens[pos] = next,
             // Used up: a key can never name a later entry here.
-            None => block.retired |= bit,
+            None => block.masks |= bit << 16,
         }
         self.len -= 1;
         let mut emptied = None;
-        if block.live == 0 {
+        if block.live() == 0 {
             if block.prev == NIL && block.next == NIL && block.retired() != FULL {
                 // The list's last block stays, empty, for its next entry.
                 emptied = Some(block.bucket as usize);
@@ -284,10 +289,10 @@ impl<T, G: Generation> Lists<T, G> {
     pub(crate) fn pop_front(&mut self, bucket: usize) -> Option<T> {
         let b = self.head(bucket).first;
         let block = self.blocks.get(b as usize)?;
-        if block.live == 0 {
+        if block.live() == 0 {
             return None; // a kept last block
         }
-        let pos = block.live.trailing_zeros() as usize;
+        let pos = block.live().trailing_zeros() as usize;
         let gen = block.gens[pos];
         self.remove(b * BLOCK as u32 + pos as u32, gen)
             .map(|(value, _)| value)
@@ -363,11 +368,11 @@ impl<T, G: Generation> Lists<T, G> {
                     f(value);
                     match block.gens[pos].next() {
                         Some(next) => block.gens[pos] = next,
-                        None => block.retired |= 1 << pos,
+                        None => block.masks |= 1 << (pos + 16),
                     }
                 }
             }
-            block.live = 0;
+            block.masks &= !FULL;
             self.release(b as u32);
         }
     }
@@ -468,11 +473,11 @@ impl<T, G: Generation> Lists<T, G> {
                     assert_eq!(block.bucket as usize, bucket);
                 }
                 let sole = head.first == head.last;
-                assert!(block.live != 0 || sole, "an empty block stays linked");
+                assert!(block.live() != 0 || sole, "an empty block stays linked");
                 let full = block.room() == 0;
                 assert!(full || !seen_full, "a block with room after a full one");
                 seen_full |= full;
-                seen += block.live.count_ones() as usize;
+                seen += block.live().count_ones() as usize;
                 (prev, b) = (b, block.next);
             }
             assert_eq!(head.last, prev);

@@ -212,7 +212,7 @@ impl<T, G: Generation> Wheel<T, G> {
     ///
     /// An expiry in the past is due at once; one beyond the wheel's range is
     /// clamped to [`MAX_DELTA`] ticks from the clock.
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, expires: u64, value: T) -> Key<G> {
         let pos = self.position(expires);
         self.insert_at(pos, value)
