@@ -291,7 +291,7 @@ impl TimerSystem {
         sum
     }
 
-    /// Heap bytes held by the bases' wheels (slots and bucket heads), not
+    /// Heap bytes held by the bases' wheels (entry blocks and bucket lists), not
     /// counting the timers themselves.
     pub fn wheel_heap_bytes(&self) -> usize {
         let bases = self.core.bases.all();
