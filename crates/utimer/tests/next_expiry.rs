@@ -9,20 +9,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
-use utimer::{Clock, ClockId, HrRestart, TimerFlags, TimerSystem};
+use utimer::{ClockId, HrRestart, TimerFlags, TimerSystem};
 
-/// 100 µs ticks on a manual clock: an hrtimer at `n × TICK` ns is tick `n`.
-const TICK: u64 = 100_000;
+mod common;
 
-fn manual(workers: usize) -> (Arc<TimerSystem>, Clock) {
-    let clock = Clock::manual();
-    let sys = TimerSystem::builder()
-        .workers(workers)
-        .tick(Duration::from_micros(100))
-        .clock(clock.clone())
-        .build();
-    (Arc::new(sys), clock)
-}
+use common::{manual_hr as manual, HR_TICK as TICK};
 
 /// Asks twice: the second answer comes from the summary the first one
 /// published, and must be the same.

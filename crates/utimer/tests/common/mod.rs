@@ -17,6 +17,22 @@ pub fn manual(workers: usize) -> (Arc<TimerSystem>, Clock) {
     (Arc::new(sys), clock)
 }
 
+/// Nanoseconds per tick of [`manual_hr`]'s systems: an hrtimer at
+/// `n × HR_TICK` ns is tick `n`.
+pub const HR_TICK: u64 = 100_000;
+
+/// [`manual`] with 100 µs ticks ([`HR_TICK`]), for tests that mix hrtimers
+/// and wheel timers.
+pub fn manual_hr(workers: usize) -> (Arc<TimerSystem>, Clock) {
+    let clock = Clock::manual();
+    let sys = TimerSystem::builder()
+        .workers(workers)
+        .tick(std::time::Duration::from_nanos(HR_TICK))
+        .clock(clock.clone())
+        .build();
+    (Arc::new(sys), clock)
+}
+
 /// A callback that counts its calls, and the count.
 pub fn counter() -> (Arc<AtomicU64>, impl Fn(&Timer) + Send + Sync + 'static) {
     let n = Arc::new(AtomicU64::new(0));
