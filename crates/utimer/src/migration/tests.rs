@@ -7,14 +7,9 @@
 
 use super::ops::{Deactivated, NewTimer};
 use super::{Hierarchy, Topology};
+use crate::sync::model;
 use loom::sync::Arc;
 use loom::thread;
-
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(3);
-    b.check(f);
-}
 
 /// Workers 0 and 1 share a level-0 group, worker 2 has its own; a top
 /// group above both.

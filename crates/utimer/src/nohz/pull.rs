@@ -280,17 +280,12 @@ mod tests_heartbeat {
 /// run, hierarchy and monitor, with loom's atomics and locks.
 #[cfg(all(test, loom))]
 mod tests {
+    use crate::sync::model;
     use crate::{Clock, Timer, TimerSystem, Topology};
     use loom::sync::atomic::{AtomicBool, AtomicUsize};
     use loom::sync::Arc;
     use loom::thread;
     use std::sync::atomic::Ordering::SeqCst;
-
-    fn model(f: impl Fn() + Sync + Send + 'static) {
-        let mut b = loom::model::Builder::new();
-        b.preemption_bound = Some(3);
-        b.check(f);
-    }
 
     /// A system of two workers in one flat group, both hierarchy members.
     fn two_members(builder: crate::Builder) -> Arc<TimerSystem> {

@@ -21,6 +21,22 @@ mod spinlock;
 pub(crate) use biased::{BiasedLock, Held};
 pub(crate) use spinlock::SpinLock;
 
+/// Runs the loom model `f` with at most 3 preemptions per execution: the
+/// one entry point of the crate's own models (`LOOM_MAX_PREEMPTIONS`, if
+/// set, wins).
+#[cfg(all(test, loom))]
+pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
+    model_bounded(3, f)
+}
+
+/// [`model`] with another preemption bound.
+#[cfg(all(test, loom))]
+pub(crate) fn model_bounded(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound.get_or_insert(preemptions);
+    b.check(f);
+}
+
 #[cfg(loom)]
 pub(crate) use loom::sync::{Mutex, MutexGuard};
 #[cfg(not(loom))]

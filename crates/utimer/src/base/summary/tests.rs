@@ -99,14 +99,9 @@ fn a_claim_overtaken_by_a_change_does_not_publish() {
 #[cfg(loom)]
 mod models {
     use super::*;
+    use crate::sync::model;
     use loom::thread;
     use std::sync::Arc;
-
-    fn model(f: impl Fn() + Sync + Send + 'static) {
-        let mut b = loom::model::Builder::new();
-        b.preemption_bound = Some(3);
-        b.check(f);
-    }
 
     /// A reader against two sources changing on two threads (two locks:
     /// the stores of their invalidations are unordered with each other).

@@ -276,12 +276,9 @@ mod models {
         }
     }
 
+    /// Two preemptions: the table's models are long.
     fn model(f: impl Fn() + Sync + Send + 'static) {
-        let mut b = loom::model::Builder::new();
-        if b.preemption_bound.is_none() {
-            b.preemption_bound = Some(2);
-        }
-        b.check(f);
+        crate::sync::model_bounded(2, f)
     }
 
     /// A lookup racing the removal of its entry sees it alive or not at

@@ -48,14 +48,9 @@ impl Guarded {
 #[cfg(loom)]
 mod models {
     use super::*;
+    use crate::sync::model;
     use loom::thread;
     use std::sync::Arc;
-
-    fn model(f: impl Fn() + Sync + Send + 'static) {
-        let mut b = loom::model::Builder::new();
-        b.preemption_bound = Some(3);
-        b.check(f);
-    }
 
     /// The owner's fast path against a remote that revokes the bias.
     #[test]
