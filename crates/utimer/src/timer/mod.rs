@@ -178,7 +178,7 @@ impl Timer {
     /// system has been dropped.
     #[inline]
     pub fn add(&self, expiry: impl Into<Expiry>) -> Result<(), TimerError> {
-        modify::modify::<true>(self.r(), self.tick(expiry), Mode::Add(None)).map(drop)
+        modify::add(self.r(), self.tick(expiry), None)
     }
 
     /// Arms a timer that is not pending on `worker`'s base. The kernel's
@@ -190,8 +190,7 @@ impl Timer {
     /// As [`add`](Self::add), plus [`TimerError::NoSuchWorker`].
     pub fn add_on(&self, worker: usize, expiry: impl Into<Expiry>) -> Result<(), TimerError> {
         self.bases().check_worker(worker)?;
-        let mode = Mode::Add(Some(worker as u32));
-        modify::modify::<true>(self.r(), self.tick(expiry), mode).map(drop)
+        modify::add(self.r(), self.tick(expiry), Some(worker as u32))
     }
 
     /// Arms or re-arms the timer; returns whether it was pending. The

@@ -283,6 +283,23 @@ fn enqueue_hinted(
 /// [`modify_locked`].
 #[inline(never)]
 fn arm(t: TimerRef<'_>, expires: u64, mode: Mode) -> Result<bool, TimerError> {
+    arm_inline(t, expires, mode)
+}
+
+/// `add_timer()` / `add_timer_on()`: [`modify`] in `Mode::Add`, with the
+/// arm path inlined (an `add` always takes the lock, so it gains nothing
+/// from keeping the lock-free checks small, unlike `modify`).
+#[inline]
+pub(crate) fn add(t: TimerRef<'_>, expires: u64, on: Option<u32>) -> Result<(), TimerError> {
+    if t.get().state.load(Acquire).is_pending() {
+        return Err(TimerError::AlreadyPending);
+    }
+    arm_inline(t, expires, Mode::Add(on)).map(drop)
+}
+
+/// The body of [`arm`].
+#[inline(always)]
+fn arm_inline(t: TimerRef<'_>, expires: u64, mode: Mode) -> Result<bool, TimerError> {
     let on = match mode {
         Mode::Add(on) => on,
         _ => None,
@@ -379,6 +396,7 @@ fn reduce_here(guard: &mut BaseGuard<'_>, t: TimerRef<'_>, word: Word, expires: 
 }
 
 /// Removes `t` from its base if pending. The kernel's `timer_delete()`.
+#[inline]
 pub(crate) fn delete(t: TimerRef<'_>) -> bool {
     if !t.get().state.load(Acquire).is_pending() {
         return false;
