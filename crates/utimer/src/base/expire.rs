@@ -145,7 +145,7 @@ pub(crate) fn run_expired(base: &Base, now: u64) -> Expired {
 }
 
 /// Timers of the next block, prefetched one per timer run (both ends of
-/// the header: a 32-byte allocation may straddle two cache lines).
+/// the header: a 24-byte allocation may straddle two cache lines).
 struct PrefetchQueue {
     timers: [*const RawTimer; BLOCK],
     next: usize,

@@ -4,9 +4,10 @@
 //! This is the leaf of the timer layers: it imports `sync/` and the wheel's
 //! constants, and nothing that uses it. A timer is one heap allocation whose
 //! head is a [`RawTimer`]: the state word ([`TimerState`]), the link to its
-//! base, its flags, its wheel key and a vtable. The callback follows the
-//! header; only the layer that created the timer (`timer/`) knows its type,
-//! and reaches it through the vtable (the kernel gets the same effect with
+//! base with its flags in the link's low bits, its wheel key and the number
+//! of its vtable (`vtables.rs`): 24 bytes. The callback follows the header;
+//! only the layer that created the timer (`timer/`) knows its type, and
+//! reaches it through the vtable (the kernel gets the same effect with
 //! `container_of()` in each callback).
 //!
 //! # Lifetime rules
@@ -33,16 +34,20 @@
 //!   stays pending while it moves (it is off both wheels, and `key` means
 //!   nothing then); the enqueue on the new base rewrites it. Lock-free
 //!   readers thus never take a moving timer for idle.
-//! * `state`, `base` and `flags` may be read by anyone at any time; `key`
-//!   only under the lock.
-//! * `flags` holds [`PINNED`] and [`DEFERRABLE`], fixed at creation, and
-//!   [`SHUTDOWN`] and [`DROPPED`], set once, under the base lock.
+//! * `state` and `base` may be read by anyone at any time; `key` only
+//!   under the lock.
+//! * The flags live in bits 1–4 of `base` (bases are 128-byte aligned):
+//!   [`PINNED`] and [`DEFERRABLE`], fixed at creation, and [`SHUTDOWN`] and
+//!   [`DROPPED`], set once, under the base lock. Every store to `base`
+//!   keeps them; readers of the link mask them off.
 
 mod state;
+mod vtables;
 
 pub(crate) use state::{TimerState, Word};
+pub(crate) use vtables::VTableId;
 
-use crate::sync::{AtomicPtr, AtomicU32, UnsafeCell};
+use crate::sync::{AtomicPtr, UnsafeCell};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -60,6 +65,16 @@ pub(crate) const DROPPED: u32 = 1 << 3;
 /// Tag bit of the `base` word: the timer is between two bases; wait for it
 /// to arrive. Bases are 128-byte aligned, so the bit is free.
 pub(crate) const MIGRATING: usize = 1;
+/// Where the flags sit in the `base` word (bits 1–4).
+const FLAGS_SHIFT: u32 = 1;
+/// The flag bits of the `base` word.
+const FLAGS_MASK: usize = 0xf << FLAGS_SHIFT;
+/// Bases are aligned at least this much (`Base` is `align(128)`), so the
+/// low bits of a link are free for the tag and the flags.
+pub(crate) const BASE_ALIGN: usize = 128;
+const _: () = assert!((FLAGS_MASK | MIGRATING) < BASE_ALIGN);
+const _: () =
+    assert!((PINNED | DEFERRABLE | SHUTDOWN | DROPPED) as usize == FLAGS_MASK >> FLAGS_SHIFT);
 
 /// Proof that the caller holds the lock of the base that the timers it
 /// touches are on. Only the base layer's guard makes one
@@ -85,20 +100,20 @@ pub(crate) struct VTable {
     pub(crate) free: unsafe fn(NonNull<RawTimer>),
 }
 
-/// The type-erased timer header. 32 bytes on 64-bit targets.
+/// The type-erased timer header. 24 bytes on 64-bit targets.
 #[repr(C)]
 pub(crate) struct RawTimer {
     /// See `state.rs`.
     pub(crate) state: TimerState,
     /// The timer's base, type-erased, with `MIGRATING` in bit 0 of the
-    /// address. The base layer turns it into a reference (`base::base_of`).
+    /// address and the flags in bits 1–4. Written under the base lock;
+    /// the base layer turns it into a reference (`base::base_of`).
     base: AtomicPtr<()>,
-    /// `PINNED`, `DEFERRABLE`, `SHUTDOWN`, `DROPPED`.
-    flags: AtomicU32,
     /// The timer's slot in its base's wheel. Protected by the base lock;
     /// meaningful only while pending.
     key: UnsafeCell<u32>,
-    vtable: &'static VTable,
+    /// How to call and free the timer (`vtables.rs`). Fixed.
+    vtable: VTableId,
 }
 
 // SAFETY: all shared mutation of a RawTimer goes through atomics, or through
@@ -116,49 +131,59 @@ impl RawTimer {
     /// `base` points to a base (`Base::erased`) that outlives the timer: the
     /// base layer turns the link back into a reference.
     pub(crate) unsafe fn new(base: *mut (), flags: u32, vtable: &'static VTable) -> Self {
-        debug_assert_eq!(base.addr() & MIGRATING, 0);
+        debug_assert_eq!(base.addr() % BASE_ALIGN, 0);
+        debug_assert_eq!(flags & !(PINNED | DEFERRABLE), 0);
         RawTimer {
             state: TimerState::new(),
-            base: AtomicPtr::new(base),
-            flags: AtomicU32::new(flags),
+            base: AtomicPtr::new(base.map_addr(|a| a | (flags as usize) << FLAGS_SHIFT)),
             key: UnsafeCell::new(0),
-            vtable,
+            vtable: VTableId::of(vtable),
         }
     }
 
-    /// The base link: a pointer, with `MIGRATING` in bit 0.
+    /// The base link: a pointer, with `MIGRATING` in bit 0 (the flags
+    /// masked off).
     #[inline(always)]
     pub(crate) fn base_word(&self, order: std::sync::atomic::Ordering) -> *mut () {
-        self.base.load(order)
+        self.base.load(order).map_addr(|a| a & !FLAGS_MASK)
     }
 
     /// The `base` word, read in a loop waiting for another thread to
-    /// change it (see `sync::load_for_spin`).
+    /// change it (see `sync::load_for_spin`); flags masked off.
     #[inline]
     pub(crate) fn base_word_for_spin(&self) -> *mut () {
-        crate::sync::load_for_spin(&self.base)
+        crate::sync::load_for_spin(&self.base).map_addr(|a| a & !FLAGS_MASK)
     }
 
-    /// Moves the timer to the base `word` (possibly tagged `MIGRATING`).
+    /// Moves the timer to the base `word` (possibly tagged `MIGRATING`),
+    /// keeping its flags.
     ///
     /// # Safety
     /// `word` points to a base (see [`RawTimer::new`]), tagged or not, and
     /// the caller holds the lock of the base the timer is on.
     #[inline(always)]
     pub(crate) unsafe fn set_base_word(&self, word: *mut (), _: &Locked<'_>) {
-        self.base.store(word, Release);
+        debug_assert_eq!(word.addr() & FLAGS_MASK, 0);
+        // Flags change only under the lock the caller holds (while the
+        // timer is MIGRATING, nobody can lock it to change them).
+        let flags = self.base.load(Relaxed).addr() & FLAGS_MASK;
+        self.base.store(word.map_addr(|a| a | flags), Release);
     }
 
     /// The flags.
     #[inline(always)]
     pub(crate) fn flags(&self) -> u32 {
-        self.flags.load(Acquire)
+        ((self.base.load(Acquire).addr() & FLAGS_MASK) >> FLAGS_SHIFT) as u32
     }
 
     /// Sets `flag` (`SHUTDOWN` or `DROPPED`) for good.
     #[inline]
     pub(crate) fn set_flag(&self, flag: u32, _: &Locked<'_>) {
-        self.flags.fetch_or(flag, Release);
+        // Every writer of the word holds the lock the caller holds: a load
+        // and a store, no read-modify-write.
+        let w = self.base.load(Relaxed);
+        self.base
+            .store(w.map_addr(|a| a | (flag as usize) << FLAGS_SHIFT), Release);
     }
 
     /// The wheel slot.
@@ -216,7 +241,7 @@ impl<'a> TimerRef<'a> {
     pub(crate) fn call(self) {
         // SAFETY: the timer is live (`new`'s contract), and the vtable was
         // made for this allocation's type by the layer that created it.
-        unsafe { (self.get().vtable.call)(self.ptr) }
+        unsafe { (self.get().vtable.get().call)(self.ptr) }
     }
 
     /// Frees the timer.
@@ -226,7 +251,7 @@ impl<'a> TimerRef<'a> {
     /// detached and its callback does not run), and `self` is not used
     /// again.
     pub(crate) unsafe fn free(self) {
-        let free = self.get().vtable.free;
+        let free = self.get().vtable.get().free;
         // SAFETY: forwarded from the caller.
         unsafe { free(self.ptr) }
     }
@@ -249,7 +274,7 @@ impl std::fmt::Debug for TimerRef<'_> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     #[test]
-    fn header_is_32_bytes() {
-        assert_eq!(std::mem::size_of::<super::RawTimer>(), 32);
+    fn header_is_24_bytes() {
+        assert_eq!(std::mem::size_of::<super::RawTimer>(), 24);
     }
 }

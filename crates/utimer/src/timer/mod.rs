@@ -79,7 +79,7 @@ impl std::ops::BitOr for TimerFlags {
 ///
 /// Created by [`TimerSystem::timer`](crate::TimerSystem::timer). Methods take
 /// `&self` and may be called from any thread; share a timer with `Arc` or
-/// by reference. One heap allocation of 32 bytes plus the callback's
+/// by reference. One heap allocation of 24 bytes plus the callback's
 /// captures; the handle is one pointer.
 pub struct Timer {
     raw: NonNull<RawTimer>,
