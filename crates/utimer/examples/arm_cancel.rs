@@ -7,14 +7,19 @@
 //! cargo build --release -p utimer --example arm_cancel
 //! valgrind --tool=callgrind target/release/examples/arm_cancel enter 200000
 //! target/release/examples/arm_cancel owner 20000000
+//! target/release/examples/arm_cancel owner 20000000 rearm
 //! ```
+//!
+//! With `rearm` the loop instead re-arms one pending timer alternately
+//! between two buckets (level 2 and level 3), as `utimer bench`'s
+//! `rearm/new_bucket` case does.
 //!
 //! (Under valgrind `membarrier` is not available, so both modes take the
 //! spinlock there.) `utimer bench --filter arm_cancel` has the same case
 //! beside its peers.
 
 use std::hint::black_box;
-use utimer::{Clock, TimerSystem};
+use utimer::{Clock, Timer, TimerSystem};
 
 fn main() {
     let clock = Clock::manual();
@@ -29,16 +34,41 @@ fn main() {
         .map_or(20_000_000, |s| s.parse().expect("a number of iterations"));
     let _worker = owner.then(|| sys.register_worker(0, || {}).expect("worker 0"));
     let _entered = (!owner).then(|| sys.enter(0).expect("worker 0"));
+    let rearm = std::env::args().nth(3).as_deref() == Some("rearm");
     let t = sys.timer(|_| {});
-    let at = sys.now() + 100;
     let start = std::time::Instant::now();
+    if rearm {
+        rearm_loop(&t, ((sys.now() + 3000) & !63) + 10, n);
+    } else {
+        arm_cancel_loop(&t, sys.now() + 100, n);
+    }
+    let ns = start.elapsed().as_nanos() as f64 / n as f64;
+    println!(
+        "{} {}: {ns:.2} ns",
+        if owner { "owner" } else { "entered" },
+        if rearm {
+            "re-arm to a new bucket"
+        } else {
+            "arm+cancel"
+        }
+    );
+}
+
+/// The loops are functions of their own, so that what the compiler inlines
+/// into them does not depend on the code around them.
+#[inline(never)]
+fn arm_cancel_loop(t: &Timer, at: u64, n: u64) {
     for _ in 0..n {
         t.add(black_box(at)).expect("a live system");
         black_box(t.delete());
     }
-    let ns = start.elapsed().as_nanos() as f64 / n as f64;
-    println!(
-        "{} arm+cancel: {ns:.2} ns",
-        if owner { "owner" } else { "entered" }
-    );
+}
+
+#[inline(never)]
+fn rearm_loop(t: &Timer, e: u64, n: u64) {
+    t.add(e).expect("a live system");
+    for i in 0..n {
+        let x = if i % 2 == 0 { e + 4096 } else { e };
+        black_box(t.modify(black_box(x)).expect("a live system"));
+    }
 }

@@ -102,7 +102,7 @@ pub(crate) use stats::Counters;
 pub(crate) use summary::{NextSummary, Summaries};
 pub(crate) use table::{Bases, BasesConfig, Binding, Hooks, PanicHook};
 
-use crate::entry::{Locked, RawTimer, TimerRef, BASE_ALIGN, MIGRATING};
+use crate::entry::{Locked, RawTimer, TimerRef, Word, BASE_ALIGN, MIGRATING};
 use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, BiasedLock, Held, UnsafeCell};
 use crate::wheel::{calc_position, clamp_expiry, level_limit, Key, Position, Unchecked, Wheel};
 use std::ops::{Deref, DerefMut};
@@ -191,6 +191,8 @@ pub(crate) struct Base {
     pub(crate) count_matches: bool,
     /// This base's index in its table (`worker * 3 + kind`).
     pub(crate) index: u32,
+    /// `index / 3`: the worker, without a division on the arm path.
+    worker: u32,
     /// Mirror of `wheel.clk()`; written under `lock`.
     pub(crate) clk: AtomicU64,
     /// 0 while the owning worker is awake; else the tick below which an
@@ -262,6 +264,7 @@ impl Base {
             lock: BiasedLock::new(),
             count_matches: config.stats,
             index,
+            worker: index / KINDS as u32,
             clk: AtomicU64::new(clk),
             idle_until: AtomicU64::new(0),
             running: AtomicPtr::new(std::ptr::null_mut()),
@@ -311,7 +314,7 @@ impl Base {
     /// The worker this base belongs to.
     #[inline]
     pub(crate) fn worker(&self) -> usize {
-        self.index as usize / KINDS
+        self.worker as usize
     }
 
     /// Which of its worker's bases this is.
@@ -522,11 +525,11 @@ impl<'a> BaseGuard<'a> {
     /// The kernel's `detach_if_pending()`.
     #[inline(always)]
     pub(crate) fn detach_if_pending(&mut self, t: TimerRef<'_>) -> bool {
-        if !self.unlink(t) {
+        let Some(word) = self.unlink(t) else {
             return false;
-        }
+        };
         let running = self.base.is_running(t);
-        t.get().state.detach(running, &self.locked());
+        t.get().state.detach_from(word, running, &self.locked());
         true
     }
 
@@ -539,23 +542,24 @@ impl<'a> BaseGuard<'a> {
     #[inline]
     pub(crate) fn unlink_for_move(&mut self, t: TimerRef<'_>) -> bool {
         debug_assert!(!self.base.is_running(t));
-        self.unlink(t)
+        self.unlink(t).is_some()
     }
 
     /// Takes `t` off the wheel if its word says it is queued, leaving the
-    /// word as it is; returns whether it was queued.
+    /// word as it is; returns the word if it was queued.
     #[inline(always)]
-    fn unlink(&mut self, t: TimerRef<'_>) -> bool {
+    fn unlink(&mut self, t: TimerRef<'_>) -> Option<Word> {
         let timer = t.get();
-        if !timer.state.load(Relaxed).is_pending() {
-            return false;
+        let word = timer.state.load(Relaxed);
+        if !word.is_pending() {
+            return None;
         }
         let locked = self.locked();
         let removed = self.wheel.remove(Key::unchecked(timer.key(&locked)));
         debug_assert_eq!(removed, Some(TimerPtr(t.ptr())));
         self.mirror_changed();
         trace::timer_cancel(t.ptr().addr().get(), self.base.worker());
-        true
+        Some(word)
     }
 
     /// [`detach_if_pending`](Self::detach_if_pending), counted as a delete:

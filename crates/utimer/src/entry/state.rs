@@ -152,8 +152,14 @@ impl TimerState {
     /// running right now (it re-armed itself, or was re-armed meanwhile), so
     /// it must keep saying so, or `delete_sync` would take it for idle.
     #[inline(always)]
-    pub(crate) fn detach(&self, running: bool, _: &Locked<'_>) {
-        let w = self.load(Relaxed);
+    pub(crate) fn detach(&self, running: bool, locked: &Locked<'_>) {
+        self.detach_from(self.load(Relaxed), running, locked);
+    }
+
+    /// [`detach`](Self::detach), given the word as the caller just read it
+    /// under the same lock (so it cannot have changed since).
+    #[inline(always)]
+    pub(crate) fn detach_from(&self, w: Word, running: bool, _: &Locked<'_>) {
         let idx = if running { IDX_RUNNING } else { IDX_NONE };
         self.store(Word::pack(w.expires(), idx));
     }

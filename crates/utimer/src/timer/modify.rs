@@ -106,7 +106,9 @@ pub(crate) enum Mode {
     Add(Option<u32>),
 }
 
-/// The bucket computed before taking the lock.
+/// The bucket computed before taking the lock. Three words, so that it
+/// travels to the locked path cheaply; the expiry it was computed for is
+/// clamped again there (against the same clock, if the hint is used).
 #[derive(Copy, Clone)]
 struct Hint {
     /// The base it was computed for.
@@ -114,10 +116,6 @@ struct Hint {
     /// The clock it was computed against.
     clk: u64,
     pos: Position,
-    /// The expiry, clamped against `clk`.
-    expires: u64,
-    /// The system clock, if it was read.
-    now: Option<u64>,
 }
 
 /// Where `expires` would be queued on `base` now: against the base clock,
@@ -125,20 +123,14 @@ struct Hint {
 /// it (see "A stale base clock").
 #[inline(always)]
 fn hint(base: &Base, expires: u64) -> Hint {
-    let clk = base.clk.load(Acquire);
-    let (clk, now) = if expires >= clk + level_limit(0) {
-        let now = base.jiffies();
-        (clk.max(now), Some(now))
-    } else {
-        (clk, None)
-    };
-    let expires = clamp_expiry(expires, clk);
+    let mut clk = base.clk.load(Acquire);
+    if expires >= clk + level_limit(0) {
+        clk = clk.max(base.jiffies());
+    }
     Hint {
         base: base.index,
         clk,
-        pos: calc_position(expires, clk),
-        expires,
-        now,
+        pos: calc_position(clamp_expiry(expires, clk), clk),
     }
 }
 
@@ -224,14 +216,19 @@ fn lock_if_home(t: TimerRef<'_>, worker: Option<u32>) -> Option<BaseGuard<'_>> {
     let guard = lock_timer_base(timer);
     let table = guard.base.table();
     let worker = worker.map_or_else(|| table.current_worker(), |w| w as usize);
-    let flags = timer.flags();
-    let home = Bases::base_index(worker, flags) == guard.base.index as usize;
-    (guard.closed == 0 && flags & SHUTDOWN == 0 && home).then_some(guard)
+    // A timer's base is always of the kind its flags name (`base_for`), so
+    // the worker alone says whether it is home.
+    debug_assert_eq!(
+        Bases::base_index(guard.base.worker(), timer.flags()),
+        guard.base.index as usize
+    );
+    let home = guard.base.worker() == worker;
+    (guard.closed == 0 && timer.flags() & SHUTDOWN == 0 && home).then_some(guard)
 }
 
 /// Re-arms a pending timer to another bucket: the common case (it stays on
 /// its base) as one straight path; anything else goes to [`modify_locked`].
-#[inline(never)]
+#[inline(always)]
 fn requeue(
     t: TimerRef<'_>,
     expires: u64,
@@ -261,11 +258,11 @@ fn enqueue_hinted(
 ) {
     let recalc = match hint {
         Some(h) if h.base == guard.base.index && h.clk == guard.wheel.clk() => {
-            guard.enqueue(t, h.pos, h.expires);
+            guard.enqueue(t, h.pos, clamp_expiry(expires, h.clk));
             false
         }
         _ => {
-            guard.add_timer(t, expires, hint.and_then(|h| h.now));
+            guard.add_timer(t, expires, None);
             hint.is_some()
         }
     };
@@ -291,9 +288,8 @@ fn arm(t: TimerRef<'_>, expires: u64, mode: Mode) -> Result<bool, TimerError> {
 /// from keeping the lock-free checks small, unlike `modify`).
 #[inline]
 pub(crate) fn add(t: TimerRef<'_>, expires: u64, on: Option<u32>) -> Result<(), TimerError> {
-    if t.get().state.load(Acquire).is_pending() {
-        return Err(TimerError::AlreadyPending);
-    }
+    // No lock-free "already pending" check first: the arm checks under the
+    // lock anyway, and a pending timer (an error) takes the slow path.
     arm_inline(t, expires, Mode::Add(on)).map(drop)
 }
 
