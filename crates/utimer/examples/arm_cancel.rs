@@ -22,7 +22,11 @@ use std::hint::black_box;
 use utimer::{Clock, Timer, TimerSystem};
 
 fn main() {
-    let clock = Clock::manual();
+    // UTIMER_CLOCK=monotonic: the default clock instead of a manual one.
+    let clock = match std::env::var("UTIMER_CLOCK").as_deref() {
+        Ok("monotonic") => Clock::monotonic(),
+        _ => Clock::manual(),
+    };
     clock.set(1000);
     let sys = TimerSystem::builder()
         .workers(1)
@@ -34,7 +38,17 @@ fn main() {
         .map_or(20_000_000, |s| s.parse().expect("a number of iterations"));
     let _worker = owner.then(|| sys.register_worker(0, || {}).expect("worker 0"));
     let _entered = (!owner).then(|| sys.enter(0).expect("worker 0"));
-    let rearm = std::env::args().nth(3).as_deref() == Some("rearm");
+    let case = std::env::args().nth(3);
+    let rearm = case.as_deref() == Some("rearm");
+    if case.as_deref() == Some("rearm-duration") {
+        // The way most code re-arms a timeout: a `Duration` from now.
+        let t = sys.timer(|_| {});
+        let start = std::time::Instant::now();
+        rearm_duration_loop(&t, n);
+        let ns = start.elapsed().as_nanos() as f64 / n as f64;
+        println!("re-arm by Duration (100 ms / 5 s): {ns:.2} ns");
+        return;
+    }
     let t = sys.timer(|_| {});
     let start = std::time::Instant::now();
     if rearm {
@@ -70,5 +84,18 @@ fn rearm_loop(t: &Timer, e: u64, n: u64) {
     for i in 0..n {
         let x = if i % 2 == 0 { e + 4096 } else { e };
         black_box(t.modify(black_box(x)).expect("a live system"));
+    }
+}
+
+#[inline(never)]
+fn rearm_duration_loop(t: &Timer, n: u64) {
+    use std::time::Duration;
+    for i in 0..n {
+        let d = if i % 2 == 0 {
+            Duration::from_secs(5)
+        } else {
+            Duration::from_millis(100)
+        };
+        black_box(t.modify(black_box(d)).expect("a live system"));
     }
 }

@@ -16,6 +16,7 @@
 //!   simulations and benchmarks that must be deterministic. It saturates at
 //!   `u64::MAX` and never goes backwards.
 
+use super::divide::Divider;
 use super::Expiry;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -128,6 +129,8 @@ impl Clock {
 pub(crate) struct TickSource {
     clock: Clock,
     tick_ns: u64,
+    /// Divides by `tick_ns` without a `div` (`divide.rs`).
+    per_tick: Divider,
     epoch: Instant,
     epoch_ns: u64,
 }
@@ -151,6 +154,7 @@ impl TickSource {
         TickSource {
             clock,
             tick_ns,
+            per_tick: Divider::new(tick_ns),
             epoch,
             epoch_ns,
         }
@@ -168,10 +172,9 @@ impl TickSource {
     #[inline]
     pub(crate) fn now(&self) -> u64 {
         match &self.clock.kind {
-            Kind::Monotonic => {
-                monotonic_ns(libc::CLOCK_MONOTONIC_COARSE).saturating_sub(self.epoch_ns)
-                    / self.tick_ns
-            }
+            Kind::Monotonic => self
+                .per_tick
+                .div(monotonic_ns(libc::CLOCK_MONOTONIC_COARSE).saturating_sub(self.epoch_ns)),
             Kind::Manual(t) => t.load(Ordering::Acquire),
         }
     }
@@ -234,8 +237,8 @@ impl TickSource {
     /// The first tick at or after the monotonic clock reads `ns`.
     pub(crate) fn tick_of_ns(&self, ns: u64) -> u64 {
         match &self.clock.kind {
-            Kind::Monotonic => ns.saturating_sub(self.epoch_ns).div_ceil(self.tick_ns),
-            Kind::Manual(_) => ns.div_ceil(self.tick_ns),
+            Kind::Monotonic => self.per_tick.div_ceil(ns.saturating_sub(self.epoch_ns)),
+            Kind::Manual(_) => self.per_tick.div_ceil(ns),
         }
     }
 
@@ -257,14 +260,26 @@ impl TickSource {
         }
     }
 
+    /// `d` in whole ticks, rounded down. Durations under 584 years (all
+    /// but `Duration::MAX`-like ones) divide in 64 bits without a `div`.
+    #[inline]
     fn ticks_floor(&self, d: Duration) -> u64 {
-        (d.as_nanos() / self.tick_ns as u128).min(u64::MAX as u128) as u64
+        match u64::try_from(d.as_nanos()) {
+            Ok(ns) => self.per_tick.div(ns),
+            Err(_) => (d.as_nanos() / self.tick_ns as u128).min(u64::MAX as u128) as u64,
+        }
     }
 
+    /// `d` in ticks, rounded up (as [`ticks_floor`](Self::ticks_floor)).
+    #[inline]
     fn ticks_ceil(&self, d: Duration) -> u64 {
-        d.as_nanos()
-            .div_ceil(self.tick_ns as u128)
-            .min(u64::MAX as u128) as u64
+        match u64::try_from(d.as_nanos()) {
+            Ok(ns) => self.per_tick.div_ceil(ns),
+            Err(_) => d
+                .as_nanos()
+                .div_ceil(self.tick_ns as u128)
+                .min(u64::MAX as u128) as u64,
+        }
     }
 
     /// The first tick at or after `now + d`: a timer armed for it is never

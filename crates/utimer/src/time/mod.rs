@@ -7,6 +7,7 @@
 //! an `Instant`.
 
 mod clock;
+mod divide;
 mod expiry;
 
 pub(crate) use clock::TickSource;
