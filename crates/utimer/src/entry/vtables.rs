@@ -17,8 +17,9 @@
 //!   taken back: a vtable is `'static`. The same callback type may show up
 //!   under two addresses (a `const` promoted in two codegen units) and then
 //!   gets two numbers, which is harmless.
-//! * Number to vtable is a lock-free read of an append-only table of
-//!   chunks (`CHUNKS`, doubling in size, each made once): a number is
+//! * Number to vtable is a lock-free read of an append-only table: the
+//!   first 64 numbers in a static array (one check and one load), the
+//!   rest in chunks doubling in size, each made once. A number is
 //!   handed out only after its slot is set, and reaches other threads only
 //!   inside a timer, which is published to them by a lock or a handle
 //!   hand-over, so the slot is always found set.
@@ -39,8 +40,12 @@ const CHUNKS: usize = 27;
 /// Entries of the per-thread cache (a power of two).
 const CACHE: usize = 16;
 
-type Chunk = Box<[OnceLock<&'static VTable>]>;
+type Slot = OnceLock<&'static VTable>;
+type Chunk = Box<[Slot]>;
 
+/// Numbers `0..FIRST`: what nearly every program needs.
+static STATIC: [Slot; FIRST] = [const { OnceLock::new() }; FIRST];
+/// Numbers from `FIRST` on, by [`place`].
 static TABLE: [OnceLock<Chunk>; CHUNKS] = [const { OnceLock::new() }; CHUNKS];
 
 /// Address to number, and the next number.
@@ -55,7 +60,7 @@ std::thread_local! {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) struct VTableId(u32);
 
-/// The chunk and the position in it of number `n`.
+/// The chunk and the position in it of number `FIRST + n`.
 #[inline(always)]
 fn place(n: u32) -> (usize, usize) {
     let j = n as usize / FIRST + 1;
@@ -90,20 +95,34 @@ impl VTableId {
         }
         let n = *next;
         assert!(n < u32::MAX - 1, "utimer: too many callback types");
-        let (c, i) = place(n);
-        let chunk = TABLE[c].get_or_init(|| (0..FIRST << c).map(|_| OnceLock::new()).collect());
         // Set before the number leaves this function (module docs).
-        let _ = chunk[i].set(vtable);
+        let _ = Self::slot(n, true).set(vtable);
         map.insert(addr, n);
         *next = n + 1;
         VTableId(n)
     }
 
+    /// The slot of number `n`, making its chunk if `make`.
+    #[inline(always)]
+    fn slot(n: u32, make: bool) -> &'static Slot {
+        if let Some(slot) = STATIC.get(n as usize) {
+            return slot;
+        }
+        let (c, i) = place(n - FIRST as u32);
+        let chunk = match TABLE[c].get() {
+            Some(chunk) => chunk,
+            None if make => {
+                TABLE[c].get_or_init(|| (0..FIRST << c).map(|_| OnceLock::new()).collect())
+            }
+            None => unreachable!("utimer: a timer names an unregistered vtable"),
+        };
+        &chunk[i]
+    }
+
     /// The vtable this number stands for.
     #[inline(always)]
     pub(crate) fn get(self) -> &'static VTable {
-        let (c, i) = place(self.0);
-        match TABLE[c].get().and_then(|chunk| chunk[i].get()) {
+        match Self::slot(self.0, false).get() {
             Some(vtable) => vtable,
             // Numbers come only from `of`, which sets the slot first.
             None => unreachable!("utimer: a timer names an unregistered vtable"),
@@ -125,7 +144,7 @@ mod tests {
         assert_eq!(place(64), (1, 0));
         assert_eq!(place(191), (1, 127));
         assert_eq!(place(192), (2, 0));
-        let (c, i) = place(u32::MAX);
+        let (c, i) = place(u32::MAX - FIRST as u32);
         assert!(c < CHUNKS && i < FIRST << c, "{c} {i}");
         // Consecutive numbers fill each chunk exactly.
         for n in 0..10_000u32 {
