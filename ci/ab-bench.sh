@@ -19,7 +19,7 @@ fi
 (cd "$out/old-tree" && CARGO_TARGET_DIR="$PWD/../old-target" cargo build --release -q -p utimer-cli)
 cargo build --release -q -p utimer-cli
 old="$out/old-target/release/utimer"
-new=target/release/utimer
+new="${CARGO_TARGET_DIR:-target}/release/utimer"
 cases=${CASES:-"arm_cancel/ rearm/ expiry/ arm_cancel_pending/1K wheel/ threads/ seed000/warm seed004/enqueue"}
 for r in $(seq 1 "$rounds"); do
   if (( r % 2 )); then order="old new"; else order="new old"; fi

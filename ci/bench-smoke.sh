@@ -3,7 +3,8 @@
 # see README for how the numbers are taken).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=target/bench-smoke.json
+out="${CARGO_TARGET_DIR:-target}/bench-smoke.json"
+mkdir -p "$(dirname "$out")"
 cargo run --release -p utimer-cli -- bench --quick --json "$out"
 python3 - "$out" <<'PY'
 import json, sys

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p utimer-cli
-target/release/utimer sim --ticks "${SIM_TICKS:-1000}"
+"${CARGO_TARGET_DIR:-target}"/release/utimer sim --ticks "${SIM_TICKS:-1000}"
 seed=${SIM_SEED:-$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')}
 echo "random seed: $seed"
-target/release/utimer sim --workers 64 --nodes 2 --seed "$seed" --ticks 3000
+"${CARGO_TARGET_DIR:-target}"/release/utimer sim --workers 64 --nodes 2 --seed "$seed" --ticks 3000
