@@ -191,8 +191,6 @@ pub(crate) struct Base {
     pub(crate) count_matches: bool,
     /// This base's index in its table (`worker * 3 + kind`).
     pub(crate) index: u32,
-    /// `index / 3`: the worker, without a division on the arm path.
-    worker: u32,
     /// Mirror of `wheel.clk()`; written under `lock`.
     pub(crate) clk: AtomicU64,
     /// 0 while the owning worker is awake; else the tick below which an
@@ -227,6 +225,10 @@ pub(crate) struct Base {
     /// The worker's next-event summary (a sink for a deferrable base),
     /// invalidated under `lock` when `next` leaves a known value.
     summary: *const NextSummary,
+    /// `index / 3`: the worker, without a division on the arm path. Here,
+    /// on the second line that the arm path reads anyway (`next`,
+    /// `table`), so that the first line keeps its layout.
+    worker: u32,
     /// Protected by `lock`.
     inner: UnsafeCell<BaseInner>,
     /// Lock-free `modify` hits (only counted when statistics are on), on its
