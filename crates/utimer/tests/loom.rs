@@ -85,6 +85,12 @@ fn modify_vs_expire() {
 /// it: lock_timer_base() follows it (MIGRATING), nothing is lost or
 /// double-queued, and the delete always finds it pending (it was pending
 /// before the move and after it; a moving timer reads as pending).
+///
+/// The delete and the move run on two spawned threads, not the delete on
+/// the main thread: loom never ran a freshly spawned thread before the
+/// main thread's next operation, so with the delete on the main thread its
+/// first, lock-free load never fell inside a move (a moving timer read as
+/// idle went unseen).
 #[test]
 fn migrate_vs_delete() {
     model(|| {
@@ -102,8 +108,12 @@ fn migrate_vs_delete() {
                 t.modify(60).unwrap()
             })
         };
-        let deleted = t.delete();
+        let deleter = {
+            let t = t.clone();
+            thread::spawn(move || t.delete())
+        };
         let moved_was_pending = mover.join().unwrap();
+        let deleted = deleter.join().unwrap();
         // Either delete came first (the move re-armed it), or the move did;
         // either way the delete found it pending.
         assert!(deleted, "delete took a moving timer for idle");
@@ -327,6 +337,10 @@ fn offline_vs_concurrent_arm() {
 /// A worker taken offline while another thread deletes its pending timer:
 /// the delete never takes the moving timer for idle (it answers "pending"
 /// and cancels it, before or after the move), and nothing fires.
+///
+/// The delete and the hot-unplug run on two spawned threads (see
+/// [`migrate_vs_delete`]: with the delete on the main thread, its lock-free
+/// load never fell inside the move).
 #[test]
 fn offline_vs_delete() {
     model_bounded(2, || {
@@ -341,8 +355,12 @@ fn offline_vs_delete() {
         drop(me);
         let (s2, t2) = (sys.clone(), t.clone());
         let unplug = thread::spawn(move || s2.offline(1).unwrap());
-        assert!(t.delete(), "delete took a moving timer for idle");
+        let deleter = thread::spawn(move || t2.delete());
         assert!(unplug.join().unwrap() <= 1);
+        assert!(
+            deleter.join().unwrap(),
+            "delete took a moving timer for idle"
+        );
         assert!(!t.is_pending());
         clock.set(5);
         assert_eq!(sys.run_expired(0, 5).unwrap(), 0);
@@ -355,9 +373,12 @@ fn offline_vs_delete() {
 /// `next_expiry`'s per-worker summary (`base/summary.rs`) on the real
 /// paths, against arms on two other threads, one on each wheel source (the
 /// local and the global base, two locks): once both arms returned, the
-/// answer is exact, and so is the answer read again from the summary. (The
-/// protocol's own interleavings are explored in `base/summary/tests.rs`:
-/// here loom ran the spawned threads only once the main thread blocked.)
+/// answer is exact, and so is the answer read again from the summary.
+///
+/// The racing read runs on a spawned thread too: on the main thread it
+/// came first in every interleaving loom tried (a spawned thread never ran
+/// before the main thread's next operation), so an arm never fell between
+/// its claim and its publish, and a stale publish went unseen.
 #[test]
 fn next_expiry_summary_vs_arms() {
     model(|| {
@@ -374,10 +395,14 @@ fn next_expiry_summary_vs_arms() {
         };
         let (_local, a) = arm(TimerFlags::PINNED, 20);
         let (_global, b) = arm(TimerFlags::NONE, 10);
-        let seen = sys.next_expiry(0).unwrap();
-        assert!(matches!(seen, None | Some(10) | Some(20)), "{seen:?}");
+        let reader = {
+            let sys = sys.clone();
+            thread::spawn(move || sys.next_expiry(0).unwrap())
+        };
         a.join().unwrap();
         b.join().unwrap();
+        let seen = reader.join().unwrap();
+        assert!(matches!(seen, None | Some(10) | Some(20)), "{seen:?}");
         assert_eq!(sys.next_expiry(0).unwrap(), Some(10));
         assert_eq!(sys.next_expiry(0).unwrap(), Some(10));
     });
@@ -385,7 +410,8 @@ fn next_expiry_summary_vs_arms() {
 
 /// The same with an hrtimer start and a wheel cancel on other threads: an
 /// answer cached before them (the wheel timer at 30) is replaced by the
-/// hrtimer's tick once both returned.
+/// hrtimer's tick once both returned. The racing read runs on a spawned
+/// thread, as in [`next_expiry_summary_vs_arms`].
 #[test]
 fn next_expiry_summary_vs_hrtimer_start_and_cancel() {
     model(|| {
@@ -415,10 +441,14 @@ fn next_expiry_summary_vs_hrtimer_start_and_cancel() {
             let t = t.clone();
             thread::spawn(move || assert!(t.delete()))
         };
-        let seen = sys.next_expiry(0).unwrap();
-        assert!(matches!(seen, None | Some(30) | Some(40)), "{seen:?}");
+        let reader = {
+            let sys = sys.clone();
+            thread::spawn(move || sys.next_expiry(0).unwrap())
+        };
         starter.join().unwrap();
         canceller.join().unwrap();
+        let seen = reader.join().unwrap();
+        assert!(matches!(seen, None | Some(30) | Some(40)), "{seen:?}");
         assert_eq!(sys.next_expiry(0).unwrap(), Some(40));
         assert_eq!(sys.next_expiry(0).unwrap(), Some(40));
     });

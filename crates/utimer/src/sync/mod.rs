@@ -104,15 +104,22 @@ pub(crate) fn spin_hint() {
 }
 
 /// Reads a pointer that another thread is about to change, in a wait loop.
-/// A plain acquire load; under loom a read-modify-write, which always sees
-/// the latest value (see `SpinLock::lock_contended`).
+/// The pointer is never null. A plain acquire load; under loom a
+/// compare-exchange expecting null, which fails and so only reads: a
+/// read-modify-write always sees the latest value (see
+/// `SpinLock::lock_contended`), and a failed one writes nothing. (One that
+/// wrote the value back, as `fetch_update` does, could land after the
+/// other thread's plain store in loom's modification order, which loom
+/// keeps partial: the waiter then read its own stale write forever.)
 #[inline]
 pub(crate) fn load_for_spin<T>(a: &AtomicPtr<T>) -> *mut T {
     use std::sync::atomic::Ordering::Acquire;
     #[cfg(not(loom))]
     return a.load(Acquire);
     #[cfg(loom)]
-    return a.fetch_update(Acquire, Acquire, Some).unwrap();
+    return match a.compare_exchange(std::ptr::null_mut(), std::ptr::null_mut(), Acquire, Acquire) {
+        Ok(p) | Err(p) => p,
+    };
 }
 
 /// Asks the CPU to bring `*p` into the cache (a hint: no effect on
