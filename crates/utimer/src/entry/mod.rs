@@ -72,7 +72,7 @@ const FLAGS_MASK: usize = 0xf << FLAGS_SHIFT;
 /// Bases are aligned at least this much (`Base` is `align(128)`), so the
 /// low bits of a link are free for the tag and the flags.
 pub(crate) const BASE_ALIGN: usize = 128;
-const _: () = assert!((FLAGS_MASK | MIGRATING) < BASE_ALIGN);
+const _: () = assert!(FLAGS_MASK < BASE_ALIGN && FLAGS_MASK & MIGRATING == 0);
 const _: () =
     assert!((PINNED | DEFERRABLE | SHUTDOWN | DROPPED) as usize == FLAGS_MASK >> FLAGS_SHIFT);
 
