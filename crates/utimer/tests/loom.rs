@@ -7,6 +7,15 @@
 //! `modify`, `delete`, `lock_timer_base`, migration, expiry and `Drop` code,
 //! not of a copy, and report a lock-protected field touched without its
 //! lock as a data race.
+//!
+//! **Writing a model: put both sides of a race on spawned threads.** Loom
+//! never ran a freshly spawned thread before the main thread's next
+//! operation (whatever the preemption bound), so a race whose window is
+//! that operation (the first, lock-free load of a `delete`, say) went
+//! unexplored when the main thread was one side of it. An audit that
+//! planted a bug for each model found four such misses; the models below
+//! that race a lock-free first step run it on a thread of its own. And
+//! check a new model by planting the bug it is meant to catch.
 
 #![cfg(loom)]
 
