@@ -102,7 +102,7 @@ pub(crate) use stats::Counters;
 pub(crate) use summary::{NextSummary, Summaries};
 pub(crate) use table::{Bases, BasesConfig, Binding, Hooks, PanicHook};
 
-use crate::entry::{Locked, RawTimer, TimerRef, Word, BASE_ALIGN, MIGRATING};
+use crate::entry::{Locked, RawTimer, TimerRef, Word, MIGRATING};
 use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, BiasedLock, Held, UnsafeCell};
 use crate::wheel::{calc_position, clamp_expiry, level_limit, Key, Position, Unchecked, Wheel};
 use std::ops::{Deref, DerefMut};
@@ -238,9 +238,6 @@ pub(crate) struct Base {
     /// `delete_sync` sleeps on (futex).
     pub(crate) callback_seq: AtomicU32,
 }
-
-// A timer's base link keeps its tag and flags in the low bits.
-const _: () = assert!(std::mem::align_of::<Base>() >= BASE_ALIGN);
 
 /// Aligns a field to its own cache-line pair.
 #[repr(align(128))]

@@ -4,8 +4,8 @@
 //! This is the leaf of the timer layers: it imports `sync/` and the wheel's
 //! constants, and nothing that uses it. A timer is one heap allocation whose
 //! head is a [`RawTimer`]: the state word ([`TimerState`]), the link to its
-//! base with its flags in the link's low bits, its wheel key and the number
-//! of its vtable (`vtables.rs`): 24 bytes. The callback follows the header;
+//! base, its wheel key, and one word holding its flags and the number of
+//! its vtable (`vtables.rs`): 24 bytes. The callback follows the header;
 //! only the layer that created the timer (`timer/`) knows its type, and
 //! reaches it through the vtable (the kernel gets the same effect with
 //! `container_of()` in each callback).
@@ -36,10 +36,12 @@
 //!   readers thus never take a moving timer for idle.
 //! * `state` and `base` may be read by anyone at any time; `key` only
 //!   under the lock.
-//! * The flags live in bits 1–4 of `base` (bases are 128-byte aligned):
-//!   [`PINNED`] and [`DEFERRABLE`], fixed at creation, and [`SHUTDOWN`] and
-//!   [`DROPPED`], set once, under the base lock. Every store to `base`
-//!   keeps them; readers of the link mask them off.
+//! * `meta` may be read by anyone at any time. It holds the vtable's
+//!   number (fixed) and, in its top four bits, the flags: [`PINNED`] and
+//!   [`DEFERRABLE`], fixed at creation, and [`SHUTDOWN`] and [`DROPPED`],
+//!   set once, under the base lock. (Not in the base link's free low bits:
+//!   every lock of the timer's base would then mask them off first, one
+//!   more step before the lock's address is known.)
 
 mod state;
 mod vtables;
@@ -47,7 +49,7 @@ mod vtables;
 pub(crate) use state::{TimerState, Word};
 pub(crate) use vtables::VTableId;
 
-use crate::sync::{AtomicPtr, UnsafeCell};
+use crate::sync::{AtomicPtr, AtomicU32, UnsafeCell};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -65,16 +67,10 @@ pub(crate) const DROPPED: u32 = 1 << 3;
 /// Tag bit of the `base` word: the timer is between two bases; wait for it
 /// to arrive. Bases are 128-byte aligned, so the bit is free.
 pub(crate) const MIGRATING: usize = 1;
-/// Where the flags sit in the `base` word (bits 1–4).
-const FLAGS_SHIFT: u32 = 1;
-/// The flag bits of the `base` word.
-const FLAGS_MASK: usize = 0xf << FLAGS_SHIFT;
-/// Bases are aligned at least this much (`Base` is `align(128)`), so the
-/// low bits of a link are free for the tag and the flags.
-pub(crate) const BASE_ALIGN: usize = 128;
-const _: () = assert!(FLAGS_MASK < BASE_ALIGN && FLAGS_MASK & MIGRATING == 0);
-const _: () =
-    assert!((PINNED | DEFERRABLE | SHUTDOWN | DROPPED) as usize == FLAGS_MASK >> FLAGS_SHIFT);
+/// Where the flags sit in `meta` (its top four bits; the vtable's number
+/// below them, `VTableId::BITS` wide).
+const FLAGS_SHIFT: u32 = VTableId::BITS;
+const _: () = assert!((PINNED | DEFERRABLE | SHUTDOWN | DROPPED) == 0xf && FLAGS_SHIFT == 28);
 
 /// Proof that the caller holds the lock of the base that the timers it
 /// touches are on. Only the base layer's guard makes one
@@ -106,14 +102,14 @@ pub(crate) struct RawTimer {
     /// See `state.rs`.
     pub(crate) state: TimerState,
     /// The timer's base, type-erased, with `MIGRATING` in bit 0 of the
-    /// address and the flags in bits 1–4. Written under the base lock;
-    /// the base layer turns it into a reference (`base::base_of`).
+    /// address. The base layer turns it into a reference (`base::base_of`).
     base: AtomicPtr<()>,
     /// The timer's slot in its base's wheel. Protected by the base lock;
     /// meaningful only while pending.
     key: UnsafeCell<u32>,
-    /// How to call and free the timer (`vtables.rs`). Fixed.
-    vtable: VTableId,
+    /// The vtable's number (`vtables.rs`, fixed) in the low 28 bits; the
+    /// flags (`PINNED`, `DEFERRABLE`, `SHUTDOWN`, `DROPPED`) above.
+    meta: AtomicU32,
 }
 
 // SAFETY: all shared mutation of a RawTimer goes through atomics, or through
@@ -131,59 +127,55 @@ impl RawTimer {
     /// `base` points to a base (`Base::erased`) that outlives the timer: the
     /// base layer turns the link back into a reference.
     pub(crate) unsafe fn new(base: *mut (), flags: u32, vtable: &'static VTable) -> Self {
-        debug_assert_eq!(base.addr() % BASE_ALIGN, 0);
+        debug_assert_eq!(base.addr() & MIGRATING, 0);
         debug_assert_eq!(flags & !(PINNED | DEFERRABLE), 0);
         RawTimer {
             state: TimerState::new(),
-            base: AtomicPtr::new(base.map_addr(|a| a | (flags as usize) << FLAGS_SHIFT)),
+            base: AtomicPtr::new(base),
             key: UnsafeCell::new(0),
-            vtable: VTableId::of(vtable),
+            meta: AtomicU32::new(VTableId::of(vtable).number() | flags << FLAGS_SHIFT),
         }
     }
 
-    /// The base link: a pointer, with `MIGRATING` in bit 0 (the flags
-    /// masked off).
+    /// The base link: a pointer, with `MIGRATING` in bit 0.
     #[inline(always)]
     pub(crate) fn base_word(&self, order: std::sync::atomic::Ordering) -> *mut () {
-        self.base.load(order).map_addr(|a| a & !FLAGS_MASK)
+        self.base.load(order)
     }
 
     /// The `base` word, read in a loop waiting for another thread to
-    /// change it (see `sync::load_for_spin`); flags masked off.
+    /// change it (see `sync::load_for_spin`).
     #[inline]
     pub(crate) fn base_word_for_spin(&self) -> *mut () {
-        crate::sync::load_for_spin(&self.base).map_addr(|a| a & !FLAGS_MASK)
+        crate::sync::load_for_spin(&self.base)
     }
 
-    /// Moves the timer to the base `word` (possibly tagged `MIGRATING`),
-    /// keeping its flags.
+    /// Moves the timer to the base `word` (possibly tagged `MIGRATING`).
     ///
     /// # Safety
     /// `word` points to a base (see [`RawTimer::new`]), tagged or not, and
     /// the caller holds the lock of the base the timer is on.
     #[inline(always)]
     pub(crate) unsafe fn set_base_word(&self, word: *mut (), _: &Locked<'_>) {
-        debug_assert_eq!(word.addr() & FLAGS_MASK, 0);
-        // Flags change only under the lock the caller holds (while the
-        // timer is MIGRATING, nobody can lock it to change them).
-        let flags = self.base.load(Relaxed).addr() & FLAGS_MASK;
-        self.base.store(word.map_addr(|a| a | flags), Release);
+        self.base.store(word, Release);
     }
 
     /// The flags.
     #[inline(always)]
     pub(crate) fn flags(&self) -> u32 {
-        ((self.base.load(Acquire).addr() & FLAGS_MASK) >> FLAGS_SHIFT) as u32
+        self.meta.load(Acquire) >> FLAGS_SHIFT
     }
 
     /// Sets `flag` (`SHUTDOWN` or `DROPPED`) for good.
     #[inline]
     pub(crate) fn set_flag(&self, flag: u32, _: &Locked<'_>) {
-        // Every writer of the word holds the lock the caller holds: a load
-        // and a store, no read-modify-write.
-        let w = self.base.load(Relaxed);
-        self.base
-            .store(w.map_addr(|a| a | (flag as usize) << FLAGS_SHIFT), Release);
+        self.meta.fetch_or(flag << FLAGS_SHIFT, Release);
+    }
+
+    /// The vtable.
+    #[inline(always)]
+    fn vtable(&self) -> &'static VTable {
+        VTableId::from_number(self.meta.load(Relaxed) & ((1 << FLAGS_SHIFT) - 1)).get()
     }
 
     /// The wheel slot.
@@ -241,7 +233,7 @@ impl<'a> TimerRef<'a> {
     pub(crate) fn call(self) {
         // SAFETY: the timer is live (`new`'s contract), and the vtable was
         // made for this allocation's type by the layer that created it.
-        unsafe { (self.get().vtable.get().call)(self.ptr) }
+        unsafe { (self.get().vtable().call)(self.ptr) }
     }
 
     /// Frees the timer.
@@ -251,7 +243,7 @@ impl<'a> TimerRef<'a> {
     /// detached and its callback does not run), and `self` is not used
     /// again.
     pub(crate) unsafe fn free(self) {
-        let free = self.get().vtable.get().free;
+        let free = self.get().vtable().free;
         // SAFETY: forwarded from the caller.
         unsafe { free(self.ptr) }
     }

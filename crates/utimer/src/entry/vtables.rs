@@ -1,5 +1,6 @@
-//! The vtable registry: a timer names how to call and free it by a 32-bit
-//! number instead of a pointer, so that its header fits in 24 bytes.
+//! The vtable registry: a timer names how to call and free it by a 28-bit
+//! number instead of a pointer, so that its header fits in 24 bytes (the
+//! number shares a word with the timer's flags).
 //!
 //! # Why
 //!
@@ -35,8 +36,10 @@ use std::sync::{Mutex, OnceLock};
 
 /// Entries in the first chunk; chunk `c` holds `FIRST << c`.
 const FIRST: usize = 64;
-/// Chunks: together they hold more than `u32::MAX` numbers.
-const CHUNKS: usize = 27;
+/// Chunks: together with the static array they hold every number below
+/// `2^VTableId::BITS`.
+const CHUNKS: usize = 22;
+const _: () = assert!(FIRST * (1 << CHUNKS) >= 1 << VTableId::BITS);
 /// Entries of the per-thread cache (a power of two).
 const CACHE: usize = 16;
 
@@ -69,6 +72,22 @@ fn place(n: u32) -> (usize, usize) {
 }
 
 impl VTableId {
+    /// Numbers fit in this many bits (the timer header keeps its flags
+    /// above them).
+    pub(crate) const BITS: u32 = 28;
+
+    /// The number, for storing.
+    #[inline(always)]
+    pub(crate) fn number(self) -> u32 {
+        self.0
+    }
+
+    /// A number read back from where [`number`](Self::number) stored it.
+    #[inline(always)]
+    pub(crate) fn from_number(n: u32) -> VTableId {
+        VTableId(n)
+    }
+
     /// The number of `vtable`, handing out a new one on first use.
     #[inline]
     pub(crate) fn of(vtable: &'static VTable) -> VTableId {
@@ -94,7 +113,7 @@ impl VTableId {
             return VTableId(n);
         }
         let n = *next;
-        assert!(n < u32::MAX - 1, "utimer: too many callback types");
+        assert!(n < 1 << Self::BITS, "utimer: too many callback types");
         // Set before the number leaves this function (module docs).
         let _ = Self::slot(n, true).set(vtable);
         map.insert(addr, n);
@@ -144,7 +163,7 @@ mod tests {
         assert_eq!(place(64), (1, 0));
         assert_eq!(place(191), (1, 127));
         assert_eq!(place(192), (2, 0));
-        let (c, i) = place(u32::MAX - FIRST as u32);
+        let (c, i) = place((1 << VTableId::BITS) - 1 - FIRST as u32);
         assert!(c < CHUNKS && i < FIRST << c, "{c} {i}");
         // Consecutive numbers fill each chunk exactly.
         for n in 0..10_000u32 {
