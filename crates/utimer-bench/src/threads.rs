@@ -134,11 +134,37 @@ where
     to_sample(&spans, ops, log)
 }
 
-/// The timed loop of the utimer rows: a timer of this thread's worker,
-/// armed to now+100 ticks and cancelled `ops` times once `barrier` opens.
-fn arm_cancel_loop(sys: &utimer::TimerSystem, ops: u64, barrier: &Barrier) -> Span {
-    let t = empty_timer(sys);
+/// One timer per thread, made here with a 128-byte allocation between
+/// each two, so that no two threads' timers share a cache line. Made in
+/// the threads themselves, the timers were each thread's first allocation
+/// and glibc placed them side by side (in its main arena, 32 bytes apart):
+/// every arm on one worker then invalidated the other worker's line, and
+/// the 2-thread row measured that false sharing (3.5x one thread) rather
+/// than the bases. Returns the timers and the spacers to keep.
+fn spaced_timers(sys: &utimer::TimerSystem, n: usize) -> (Vec<utimer::Timer>, Vec<Box<[u8]>>) {
+    let mut spacers = Vec::with_capacity(n + 1);
+    let mut timers = Vec::with_capacity(n);
+    for _ in 0..n {
+        spacers.push(black_box(vec![0u8; 128].into_boxed_slice()));
+        timers.push(empty_timer(sys));
+    }
+    spacers.push(black_box(vec![0u8; 128].into_boxed_slice()));
+    (timers, spacers)
+}
+
+/// The timed loop of the utimer rows: `t` armed to now+100 ticks on this
+/// thread's worker and cancelled `ops` times once `barrier` opens (the
+/// arm before it moves `t` to this worker, as a timer's first arm on a
+/// worker does).
+fn arm_cancel_loop(
+    sys: &utimer::TimerSystem,
+    t: &utimer::Timer,
+    ops: u64,
+    barrier: &Barrier,
+) -> Span {
     let at = sys.now() + ARM_DELTA;
+    t.add(at).expect("a live system");
+    t.delete();
     barrier.wait();
     span(|| {
         for _ in 0..ops {
@@ -158,10 +184,11 @@ fn utimer(threads: usize, ops: u64, log: OverlapLog, owners: bool) -> Contender<
         let peer = UtimerPeer::with(2, false);
         Ok(move || {
             let sys = &*peer.sys;
+            let (timers, _spacers) = spaced_timers(sys, threads);
             run_threads(threads, ops, &log, |i, barrier| {
                 let _entered = (!owners).then(|| sys.enter(i).expect("2 workers"));
                 let _owner = owners.then(|| sys.register_worker(i, || {}).expect("2 workers"));
-                arm_cancel_loop(sys, ops, barrier)
+                arm_cancel_loop(sys, &timers[i], ops, barrier)
             })
         })
     })
@@ -185,16 +212,17 @@ fn utimer_shared_base(who: usize, owner: bool, ops: u64) -> Contender<'static> {
         Ok(move || {
             let sys = &*peer.sys;
             let barrier = Barrier::new(2);
+            let (timers, _spacers) = spaced_timers(sys, 2);
             let spans: Vec<Span> = std::thread::scope(|s| {
                 let hs: Vec<_> = (0..2)
                     .map(|i| {
-                        let barrier = &barrier;
+                        let (barrier, t) = (&barrier, &timers[i]);
                         s.spawn(move || {
                             let _owner = (owner && i == 0)
                                 .then(|| sys.register_worker(0, || {}).expect("worker 0"));
                             let _remote =
                                 (!owner || i == 1).then(|| sys.enter(0).expect("worker 0"));
-                            arm_cancel_loop(sys, ops, barrier)
+                            arm_cancel_loop(sys, t, ops, barrier)
                         })
                     })
                     .collect();
