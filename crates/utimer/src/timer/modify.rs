@@ -106,9 +106,10 @@ pub(crate) enum Mode {
     Add(Option<u32>),
 }
 
-/// The bucket computed before taking the lock. Three words, so that it
-/// travels to the locked path cheaply; the expiry it was computed for is
-/// clamped again there (against the same clock, if the hint is used).
+/// The bucket computed before taking the lock. Kept small (32 bytes) so
+/// that it travels to the locked path cheaply; the expiry it was computed
+/// for is clamped again there (against the same clock, if the hint is
+/// used).
 #[derive(Copy, Clone)]
 struct Hint {
     /// The base it was computed for.
