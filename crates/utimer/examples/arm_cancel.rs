@@ -12,7 +12,8 @@
 //!
 //! With `rearm` the loop instead re-arms one pending timer alternately
 //! between two buckets (level 2 and level 3), as `utimer bench`'s
-//! `rearm/new_bucket` case does.
+//! `rearm/new_bucket` case does; with `rearm-duration`, by a `Duration`
+//! from now (set `UTIMER_CLOCK=monotonic` to include the clock reads).
 //!
 //! (Under valgrind `membarrier` is not available, so both modes take the
 //! spinlock there.) `utimer bench --filter arm_cancel` has the same case
@@ -38,33 +39,24 @@ fn main() {
         .map_or(20_000_000, |s| s.parse().expect("a number of iterations"));
     let _worker = owner.then(|| sys.register_worker(0, || {}).expect("worker 0"));
     let _entered = (!owner).then(|| sys.enter(0).expect("worker 0"));
-    let case = std::env::args().nth(3);
-    let rearm = case.as_deref() == Some("rearm");
-    if case.as_deref() == Some("rearm-duration") {
-        // The way most code re-arms a timeout: a `Duration` from now.
-        let t = sys.timer(|_| {});
-        let start = std::time::Instant::now();
-        rearm_duration_loop(&t, n);
-        let ns = start.elapsed().as_nanos() as f64 / n as f64;
-        println!("re-arm by Duration (100 ms / 5 s): {ns:.2} ns");
-        return;
-    }
+    let case = std::env::args().nth(3).unwrap_or_default();
     let t = sys.timer(|_| {});
+    let label = match case.as_str() {
+        "rearm" => "re-arm to a new bucket",
+        // The way most code re-arms a timeout: a `Duration` from now.
+        "rearm-duration" => "re-arm by Duration (100 ms / 5 s)",
+        _ => "arm+cancel",
+    };
     let start = std::time::Instant::now();
-    if rearm {
-        rearm_loop(&t, ((sys.now() + 3000) & !63) + 10, n);
-    } else {
-        arm_cancel_loop(&t, sys.now() + 100, n);
+    match case.as_str() {
+        "rearm" => rearm_loop(&t, ((sys.now() + 3000) & !63) + 10, n),
+        "rearm-duration" => rearm_duration_loop(&t, n),
+        _ => arm_cancel_loop(&t, sys.now() + 100, n),
     }
     let ns = start.elapsed().as_nanos() as f64 / n as f64;
     println!(
-        "{} {}: {ns:.2} ns",
-        if owner { "owner" } else { "entered" },
-        if rearm {
-            "re-arm to a new bucket"
-        } else {
-            "arm+cancel"
-        }
+        "{} {label}: {ns:.2} ns",
+        if owner { "owner" } else { "entered" }
     );
 }
 

@@ -157,15 +157,13 @@ impl Bases {
     /// The index of the base a timer with `flags` uses on `worker`.
     #[inline(always)]
     pub(crate) fn base_index(worker: usize, flags: u32) -> usize {
-        // The kind by the two flag bits, two bits per entry: none → Global,
-        // PINNED → Local, DEFERRABLE (with or without PINNED) → Deferrable.
-        // A shift and a mask instead of two branches on the arm path.
-        const KIND_OF: u32 = (BaseKind::Global as u32)
-            | (BaseKind::Local as u32) << 2
-            | (BaseKind::Deferrable as u32) << 4
-            | (BaseKind::Deferrable as u32) << 6;
-        const _: () = assert!(PINNED == 1 && DEFERRABLE == 2);
-        let kind = (KIND_OF >> ((flags & (PINNED | DEFERRABLE)) * 2)) & 3;
+        let kind = if flags & DEFERRABLE != 0 {
+            BaseKind::Deferrable
+        } else if flags & PINNED != 0 {
+            BaseKind::Local
+        } else {
+            BaseKind::Global
+        };
         worker * KINDS + kind as usize
     }
 

@@ -55,7 +55,7 @@ static TABLE: [OnceLock<Chunk>; CHUNKS] = [const { OnceLock::new() }; CHUNKS];
 static NUMBERS: Mutex<Option<(HashMap<usize, u32>, u32)>> = Mutex::new(None);
 
 std::thread_local! {
-    /// `(address, number + 1)` by `address / 16 % CACHE`; 0: empty.
+    /// `(address, number)` by `address / 16 % CACHE`; address 0: empty.
     static CACHED: [Cell<(usize, u32)>; CACHE] = const { [const { Cell::new((0, 0)) }; CACHE] };
 }
 
@@ -94,14 +94,14 @@ impl VTableId {
         let addr = vtable as *const VTable as usize;
         let hit = CACHED.try_with(|c| {
             let (a, n) = c[addr / 16 % CACHE].get();
-            (a == addr && n != 0).then(|| VTableId(n - 1))
+            (a == addr).then_some(VTableId(n))
         });
         if let Ok(Some(id)) = hit {
             return id;
         }
         let id = Self::register(vtable, addr);
         // (A thread being torn down just skips its cache.)
-        let _ = CACHED.try_with(|c| c[addr / 16 % CACHE].set((addr, id.0 + 1)));
+        let _ = CACHED.try_with(|c| c[addr / 16 % CACHE].set((addr, id.0)));
         id
     }
 
