@@ -15,6 +15,11 @@
 //!   for (think of a TCP retransmit timer pushed out on every ACK).
 //! * **rearm / new_bucket** — the same timer alternately moved between
 //!   `e` (level 2) and `e + 4096` (level 3): every re-arm must requeue.
+//!   (utimer's wheel keeps the entry a timer just left as a ghost and
+//!   takes it back when the timer returns, so this case costs it little.)
+//! * **rearm / three_buckets** — the same timer moved round `e + 4096`,
+//!   `e + 8192` and `e`: never back to the bucket it just left, so every
+//!   re-arm removes and inserts for real.
 //! * **expiry / N due** — N timers (1M; 100K in quick mode) due over the
 //!   next 64 ticks, all with empty callbacks; time moves past them and the
 //!   timed part is the expiry run that fires them all. Reported per timer.
@@ -202,6 +207,34 @@ fn rearm<'a, P: TimerPeer + 'a>(jump: u64) -> Contender<'a> {
     })
 }
 
+/// Re-arm a pending timer round three buckets: `e + jump`, `e + 2 * jump`,
+/// `e`, so that no re-arm goes back to the bucket the one before left.
+fn rearm_round<'a, P: TimerPeer + 'a>(jump: u64) -> Contender<'a> {
+    Contender::batched(P::NAME, move || {
+        let mut s = setup::<P>(0, 1)?;
+        let mut k = 0u64;
+        {
+            let State { p, one, .. } = &mut s;
+            p.with_ctx(|p| {
+                let e = rearm_base(p.now());
+                p.arm(one, e);
+            });
+        }
+        Ok(move |n: u64| {
+            let State { p, one, .. } = &mut s;
+            p.with_ctx(|p| {
+                let e = rearm_base(p.now());
+                time(|| {
+                    for _ in 0..n {
+                        k = if k == 2 { 0 } else { k + 1 };
+                        p.rearm(black_box(&mut *one), black_box(e + k * jump));
+                    }
+                })
+            })
+        })
+    })
+}
+
 /// Arm `n` timers due within EXPIRY_SPREAD ticks, let time pass, time the
 /// expiry run.
 fn expiry<'a, P: TimerPeer + 'a>(n: usize) -> Contender<'a> {
@@ -378,12 +411,13 @@ pub fn run_all(r: &mut Runner) {
         with_alt(rows, alt_arm_cancel(0))
     });
 
-    if r.wants_group("rearm", &["same_bucket", "new_bucket"]) {
+    if r.wants_group("rearm", &["same_bucket", "new_bucket", "three_buckets"]) {
         r.enter_group(
             "rearm",
             "re-arm a pending timer at ~now+3000 ticks (wheel level 2)\n\
-             same_bucket: alternately to e+1 and e (same 64-tick bucket)\n\
-             new_bucket:  alternately to e+4096 (level 3) and e",
+             same_bucket:   alternately to e+1 and e (same 64-tick bucket)\n\
+             new_bucket:    alternately to e+4096 (level 3) and e\n\
+             three_buckets: round e+4096, e+8192 (level 3) and e: never back to the bucket just left",
         );
     }
     r.case("rearm", "same_bucket", Schedule::Interleaved, || {
@@ -395,6 +429,12 @@ pub fn run_all(r: &mut Runner) {
         let mut rows = all_peers!(rearm(REARM_JUMP));
         rows.insert(1, rearm::<OwnerUtimerPeer>(REARM_JUMP));
         let alt = tokio_alt::batched(&["rearm", &REARM_JUMP.to_string()]);
+        with_alt(rows, alt)
+    });
+    r.case("rearm", "three_buckets", Schedule::Interleaved, || {
+        let mut rows = all_peers!(rearm_round(REARM_JUMP));
+        rows.insert(1, rearm_round::<OwnerUtimerPeer>(REARM_JUMP));
+        let alt = tokio_alt::batched(&["rearm_round", &REARM_JUMP.to_string()]);
         with_alt(rows, alt)
     });
 

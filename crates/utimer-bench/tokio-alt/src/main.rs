@@ -41,6 +41,7 @@
 //!   and dropped, `n` times.
 //! * `rearm JUMP`: one boxed sleep at ~3 s, `Sleep::reset` alternately to
 //!   `e + JUMP` ms and `e`.
+//! * `rearm_round JUMP`: the same, round `e + JUMP`, `e + 2 * JUMP` and `e`.
 //! * `expiry N`: `N` boxed sleeps due over 64 ms, each polled once; the
 //!   worker parks once untimed (they enter the wheel), the thread sleeps
 //!   past the last deadline, and the timed part is the one park that fires
@@ -287,6 +288,33 @@ fn rearm(jump: u64) -> Result<Batch, String> {
             (t0.elapsed(), s, flip)
         });
         state = Some((s, flip));
+        answer(d, n, "")
+    }))
+}
+
+/// `rearm` round three buckets: `e + jump`, `e + 2 * jump`, `e`.
+fn rearm_round(jump: u64) -> Result<Batch, String> {
+    let rt = runtime(1)?;
+    let base = Instant::now();
+    let e = move || ((base.elapsed().as_millis() as u64 + REARM_DELTA) & !63) + 10;
+    let mut state = on_worker(&rt, async move {
+        let s = Box::pin(sleep_until(base + ms(e())));
+        settle().await;
+        Some((s, 0u64))
+    });
+    Ok(Box::new(move |n| {
+        let (mut s, mut k) = state.take().expect("the sleep is back");
+        let (d, s, k) = on_worker(&rt, async move {
+            let e = e();
+            let t0 = std::time::Instant::now();
+            for _ in 0..n {
+                k = if k == 2 { 0 } else { k + 1 };
+                s.as_mut().reset(black_box(base + ms(e + k * jump)));
+            }
+            settle().await;
+            (t0.elapsed(), s, k)
+        });
+        state = Some((s, k));
         answer(d, n, "")
     }))
 }
@@ -544,6 +572,7 @@ fn setup(args: &[String]) -> Result<Batch, String> {
     match args.first().map(String::as_str) {
         Some("arm_cancel") => arm_cancel(size(1)?),
         Some("rearm") => rearm(num(1)?),
+        Some("rearm_round") => rearm_round(num(1)?),
         Some("expiry") => expiry(size(1)?),
         Some("create_poll_drop") => create_poll_drop(),
         Some("reset") => reset(),

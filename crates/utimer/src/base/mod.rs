@@ -470,7 +470,32 @@ impl<'a> BaseGuard<'a> {
     /// with expiry of record `expires`. The kernel's `enqueue_timer()`.
     #[inline(always)]
     pub(crate) fn enqueue(&mut self, t: TimerRef<'_>, pos: Position, expires: u64) {
-        let key = self.wheel.insert_at(pos, TimerPtr(t.ptr()));
+        // A timer cancelled here last and re-armed into the same bucket
+        // takes its entry back (`wheel/ghost.rs`).
+        let key = self.wheel.insert_or_revive(pos, TimerPtr(t.ptr()));
+        self.enqueued(t, key, pos, expires);
+    }
+
+    /// Moves the pending `t` on this base to `pos` (computed against this
+    /// base's current clock) with expiry of record `expires`: the
+    /// kernel's `detach_if_pending(timer, base, false)` and
+    /// `enqueue_timer()`. The timer reads as pending throughout; the
+    /// wheel may swap it with its ghost (`wheel/ghost.rs`).
+    #[inline(always)]
+    pub(crate) fn requeue(&mut self, t: TimerRef<'_>, pos: Position, expires: u64) {
+        let timer = t.get();
+        let word = timer.state.load(Relaxed);
+        debug_assert!(word.is_pending());
+        let locked = self.locked();
+        let old = Key::unchecked(timer.key(&locked));
+        let key = self.wheel.requeue(old, word.idx(), TimerPtr(t.ptr()), pos);
+        trace::timer_cancel(t.ptr().addr().get(), self.base.worker());
+        self.enqueued(t, key, pos, expires);
+    }
+
+    /// The bookkeeping of an enqueue once the wheel holds `t` at `key`.
+    #[inline(always)]
+    fn enqueued(&mut self, t: TimerRef<'_>, key: Key<Unchecked>, pos: Position, expires: u64) {
         trace::timer_start(
             t.ptr().addr().get(),
             self.base.worker(),
@@ -524,7 +549,15 @@ impl<'a> BaseGuard<'a> {
     /// The kernel's `detach_if_pending()`.
     #[inline(always)]
     pub(crate) fn detach_if_pending(&mut self, t: TimerRef<'_>) -> bool {
-        let Some(word) = self.unlink(t) else {
+        self.detach::<false>(t)
+    }
+
+    /// [`detach_if_pending`](Self::detach_if_pending) where the wheel may
+    /// leave the entry in place as its ghost (`wheel/ghost.rs`), for the
+    /// next arm of the same timer into the same bucket to take back.
+    #[inline(always)]
+    fn detach<const DEFER: bool>(&mut self, t: TimerRef<'_>) -> bool {
+        let Some(word) = self.unlink::<DEFER>(t) else {
             return false;
         };
         let running = self.base.is_running(t);
@@ -541,21 +574,31 @@ impl<'a> BaseGuard<'a> {
     #[inline]
     pub(crate) fn unlink_for_move(&mut self, t: TimerRef<'_>) -> bool {
         debug_assert!(!self.base.is_running(t));
-        self.unlink(t).is_some()
+        self.unlink::<false>(t).is_some()
     }
 
     /// Takes `t` off the wheel if its word says it is queued, leaving the
-    /// word as it is; returns the word if it was queued.
+    /// word as it is; returns the word if it was queued. With `DEFER` the
+    /// wheel may keep the entry as its ghost.
     #[inline(always)]
-    fn unlink(&mut self, t: TimerRef<'_>) -> Option<Word> {
+    fn unlink<const DEFER: bool>(&mut self, t: TimerRef<'_>) -> Option<Word> {
         let timer = t.get();
         let word = timer.state.load(Relaxed);
         if !word.is_pending() {
             return None;
         }
         let locked = self.locked();
-        let removed = self.wheel.remove(Key::unchecked(timer.key(&locked)));
-        debug_assert_eq!(removed, Some(TimerPtr(t.ptr())));
+        let key = Key::unchecked(timer.key(&locked));
+        if DEFER {
+            // Outside a run a pending timer's word names the bucket it
+            // sits in (only a run moves buckets, and the wheel defers
+            // nothing during one).
+            self.wheel
+                .remove_deferred(key, word.idx(), TimerPtr(t.ptr()));
+        } else {
+            let removed = self.wheel.remove(key);
+            debug_assert_eq!(removed, Some(TimerPtr(t.ptr())));
+        }
         self.mirror_changed();
         trace::timer_cancel(t.ptr().addr().get(), self.base.worker());
         Some(word)
@@ -566,6 +609,19 @@ impl<'a> BaseGuard<'a> {
     #[inline(always)]
     pub(crate) fn delete_timer(&mut self, t: TimerRef<'_>) -> bool {
         if !self.detach_if_pending(t) {
+            return false;
+        }
+        self.stats.deleted += 1;
+        true
+    }
+
+    /// [`delete_timer`](Self::delete_timer) for a timer that lives on (a
+    /// `delete`, not a drop): the wheel may keep its entry as a ghost
+    /// (`wheel/ghost.rs`), so that re-arming it into the same bucket, the
+    /// commonest next step of a timeout, writes nothing in the wheel.
+    #[inline(always)]
+    pub(crate) fn cancel_timer(&mut self, t: TimerRef<'_>) -> bool {
+        if !self.detach::<true>(t) {
             return false;
         }
         self.stats.deleted += 1;

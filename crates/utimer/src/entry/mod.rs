@@ -15,8 +15,13 @@
 //! * The allocation is owned by exactly one [`Timer`](crate::Timer) handle,
 //!   and keeps its base table alive (one strong count, taken at creation
 //!   and given back when it is freed; see `base/table.rs`).
-//! * A base holds a pointer to the timer only while it is queued (in a wheel
-//!   bucket or the due list) or while its callback runs (`running`).
+//! * A base *dereferences* a pointer to the timer only while it is queued
+//!   (in a wheel bucket or the due list) or while its callback runs
+//!   (`running`). A wheel may also keep the pointer of a cancelled timer
+//!   as its ghost (`wheel/ghost.rs`), which may outlive the timer: a ghost
+//!   is only ever compared with another timer's pointer (equal means that
+//!   timer may take the entry back, whatever timer the memory held
+//!   before) and dropped, never dereferenced.
 //! * Pointers to a timer are always the allocation's own (from `Box::leak`),
 //!   never re-derived from a `&RawTimer`, so casting one back to the whole
 //!   allocation is sound. [`TimerRef`] carries such a pointer together with

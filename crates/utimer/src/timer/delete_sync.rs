@@ -113,7 +113,7 @@ pub(crate) fn delete_sync(t: TimerRef<'_>, wait: Wait, shutdown: bool) -> Result
         if shutdown {
             timer.set_flag(SHUTDOWN, &guard.locked());
         }
-        was_pending |= guard.delete_timer(t);
+        was_pending |= guard.cancel_timer(t);
         if !running {
             return Ok(was_pending);
         }

@@ -76,7 +76,18 @@
 //! workers at once), and enqueue it. If the bucket computed before locking
 //! was against the same base and its clock has not moved, it is used as is
 //! (*Requeue*); otherwise it is computed again (*Recalc*) — the patch's
-//! `clk == base->clk` test.
+//! `clk == base->clk` test. A requeue on the same base hands the wheel the
+//! old and the new place at once (`BaseGuard::requeue`): the wheel keeps
+//! the old entry as its ghost, and a timer moved back to the bucket it
+//! left last takes that entry back (`wheel/ghost.rs`).
+//!
+//! # Delete
+//!
+//! `delete` leaves the timer's entry to the wheel as its ghost: if the
+//! next arm of the timer lands in the same bucket, the arm writes nothing
+//! in the wheel. The timer reads as not pending from the moment `delete`
+//! returns, and no reader of the base sees the ghost. A timer's `Drop`
+//! and `shutdown` remove it for real, since no re-arm follows.
 //!
 //! # Reduce
 //!
@@ -240,8 +251,16 @@ fn requeue(
     let Some(mut guard) = lock_if_home(t, None).filter(|_| pending()) else {
         return modify_locked(t, expires, mode, hint);
     };
-    guard.detach_if_pending(t);
-    enqueue_hinted(&mut guard, t, expires, hint, true);
+    match hint {
+        Some(h) if h.base == guard.base.index && h.clk == guard.wheel.clk() => {
+            guard.requeue(t, h.pos, clamp_expiry(expires, h.clk));
+            guard.stats.requeued += 1;
+        }
+        _ => {
+            guard.detach_if_pending(t);
+            enqueue_hinted(&mut guard, t, expires, hint, true);
+        }
+    }
     Ok(true)
 }
 
@@ -398,7 +417,7 @@ pub(crate) fn delete(t: TimerRef<'_>) -> bool {
     if !t.get().state.load(Acquire).is_pending() {
         return false;
     }
-    lock_timer_base(t.get()).delete_timer(t)
+    lock_timer_base(t.get()).cancel_timer(t)
 }
 
 #[cfg(all(test, not(loom)))]

@@ -191,6 +191,11 @@ impl<T, G: Generation> Lists<T, G> {
         &self.lists[bucket]
     }
 
+    /// The bucket whose list holds slot `key` (for assertions).
+    pub(crate) fn bucket_of_slot(&self, key: u32) -> usize {
+        self.bucket_of_block(key / BLOCK as u32)
+    }
+
     /// The bucket whose list block `b` is on.
     #[inline(always)]
     fn bucket_of_block(&self, b: u32) -> usize {

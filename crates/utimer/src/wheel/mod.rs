@@ -77,9 +77,17 @@
 //! position's generation, so a key kept after its entry left the wheel
 //! names nothing (see `key.rs`).
 //!
+//! # Cancelled, then re-armed
+//!
+//! Inside utimer's bases a cancelled timer's entry may stay in its bucket,
+//! invisible, until the same timer is re-armed into that bucket, which then
+//! costs no write to the wheel at all; anything that reads or moves buckets
+//! removes it first (see `ghost.rs`). The public methods never defer.
+//!
 //! This layer imports nothing of the crate: it is usable alone.
 
 mod blocks;
+mod ghost;
 mod index;
 mod key;
 
@@ -132,6 +140,9 @@ pub struct Wheel<T, G: Generation = u32> {
     /// Cached earliest bucket time (`u64::MAX`: none), valid unless `recalc`.
     next: u64,
     recalc: bool,
+    /// An entry whose removal was deferred (`ghost.rs`): still in its
+    /// bucket, invisible to everything but a re-insert of its value there.
+    ghost: Option<ghost::Ghost<T, G>>,
 }
 
 impl<T> Default for Wheel<T> {
@@ -169,6 +180,7 @@ impl<T, G: Generation> Wheel<T, G> {
             ahead: blocks::NIL,
             next: u64::MAX,
             recalc: false,
+            ghost: None,
         }
     }
 
@@ -181,13 +193,13 @@ impl<T, G: Generation> Wheel<T, G> {
     /// Number of entries queued (including due ones not yet polled).
     #[inline]
     pub fn len(&self) -> usize {
-        self.lists.len()
+        self.lists.len() - self.ghost.is_some() as usize
     }
 
     /// Whether no entry is queued.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.lists.len() == 0
+        self.len() == 0
     }
 
     /// Bytes of heap memory held by the wheel.
@@ -240,6 +252,7 @@ impl<T, G: Generation> Wheel<T, G> {
     /// `detach_timer()`.
     #[inline(always)]
     pub fn remove(&mut self, key: Key<G>) -> Option<T> {
+        debug_assert!(!self.is_ghost(key), "a ghost is removed by settling it");
         let (value, emptied) = self.lists.remove(key.slot, key.gen)?;
         if let Some(bucket) = emptied {
             if bucket < BUCKETS {
@@ -253,12 +266,21 @@ impl<T, G: Generation> Wheel<T, G> {
     /// The value of entry `key`, if it is in the wheel.
     #[inline]
     pub fn get(&self, key: Key<G>) -> Option<&T> {
+        if self.is_ghost(key) {
+            return None;
+        }
         self.lists.get(key.slot, key.gen)
     }
 
     /// Iterates over every queued value, in no particular order.
     pub fn values(&self) -> impl Iterator<Item = &T> {
-        self.lists.values()
+        let ghost = self
+            .ghost
+            .as_ref()
+            .and_then(|g| self.lists.get(g.key.slot, g.key.gen));
+        self.lists
+            .values()
+            .filter(move |v| !ghost.is_some_and(|g| std::ptr::eq(*v, g)))
     }
 
     /// The tick at which the next entry fires, or `None` if the wheel is
@@ -267,6 +289,7 @@ impl<T, G: Generation> Wheel<T, G> {
     /// The kernel's `__next_timer_interrupt()`.
     #[inline]
     pub fn next_expiry(&mut self) -> Option<u64> {
+        self.settle();
         if !self.lists.is_bucket_empty(DUE as usize) || !self.lists.is_bucket_empty(RUN) {
             return Some(self.clk.saturating_sub(1));
         }
@@ -313,6 +336,7 @@ impl<T, G: Generation> Wheel<T, G> {
         if now < self.clk {
             return;
         }
+        self.settle();
         let next = self.next_bucket_expiry();
         self.clk = if next > now {
             now + 1
@@ -336,6 +360,7 @@ impl<T, G: Generation> Wheel<T, G> {
         let now = now.min(MAX_TICK);
         if !self.in_run {
             // A new run takes over everything that was already due.
+            self.settle();
             self.in_run = true;
             if !self.lists.is_bucket_empty(DUE as usize) {
                 self.lists.move_bucket(DUE as usize, RUN);
@@ -404,6 +429,7 @@ impl<T, G: Generation> Wheel<T, G> {
 
     /// Removes every entry, calling `f` on each; the clock is unchanged.
     pub fn drain(&mut self, f: impl FnMut(T)) {
+        self.settle();
         self.lists.drain(f);
         self.pending = [0; LEVELS];
         self.next = u64::MAX;
