@@ -12,7 +12,8 @@
 //!
 //! With `rearm` the loop instead re-arms one pending timer alternately
 //! between two buckets (level 2 and level 3), as `utimer bench`'s
-//! `rearm/new_bucket` case does; with `rearm-duration`, by a `Duration`
+//! `rearm/new_bucket` case does; with `rearm3` round three buckets
+//! (`rearm/three_buckets`); with `rearm-duration`, by a `Duration`
 //! from now (set `UTIMER_CLOCK=monotonic` to include the clock reads).
 //!
 //! (Under valgrind `membarrier` is not available, so both modes take the
@@ -43,6 +44,7 @@ fn main() {
     let t = sys.timer(|_| {});
     let label = match case.as_str() {
         "rearm" => "re-arm to a new bucket",
+        "rearm3" => "re-arm round three buckets",
         // The way most code re-arms a timeout: a `Duration` from now.
         "rearm-duration" => "re-arm by Duration (100 ms / 5 s)",
         _ => "arm+cancel",
@@ -50,6 +52,7 @@ fn main() {
     let start = std::time::Instant::now();
     match case.as_str() {
         "rearm" => rearm_loop(&t, ((sys.now() + 3000) & !63) + 10, n),
+        "rearm3" => rearm_round_loop(&t, ((sys.now() + 3000) & !63) + 10, n),
         "rearm-duration" => rearm_duration_loop(&t, n),
         _ => arm_cancel_loop(&t, sys.now() + 100, n),
     }
@@ -76,6 +79,16 @@ fn rearm_loop(t: &Timer, e: u64, n: u64) {
     for i in 0..n {
         let x = if i % 2 == 0 { e + 4096 } else { e };
         black_box(t.modify(black_box(x)).expect("a live system"));
+    }
+}
+
+#[inline(never)]
+fn rearm_round_loop(t: &Timer, e: u64, n: u64) {
+    t.add(e).expect("a live system");
+    let mut k = 0;
+    for _ in 0..n {
+        k = if k == 2 { 0 } else { k + 1 };
+        black_box(t.modify(black_box(e + k * 4096)).expect("a live system"));
     }
 }
 
