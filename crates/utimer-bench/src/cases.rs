@@ -209,6 +209,8 @@ fn rearm<'a, P: TimerPeer + 'a>(jump: u64) -> Contender<'a> {
 
 /// Re-arm a pending timer round three buckets: `e + jump`, `e + 2 * jump`,
 /// `e`, so that no re-arm goes back to the bucket the one before left.
+/// (The same shape as [`rearm`], written out: with the step passed in as
+/// a closure, `rearm`'s own rows measured 0.3 ns slower.)
 fn rearm_round<'a, P: TimerPeer + 'a>(jump: u64) -> Contender<'a> {
     Contender::batched(P::NAME, move || {
         let mut s = setup::<P>(0, 1)?;

@@ -264,57 +264,49 @@ fn arm_cancel(pending: usize) -> Result<Batch, String> {
 }
 
 fn rearm(jump: u64) -> Result<Batch, String> {
+    let mut flip = false;
+    rearm_with(move |e| {
+        flip = !flip;
+        if flip {
+            e + jump
+        } else {
+            e
+        }
+    })
+}
+
+fn rearm_round(jump: u64) -> Result<Batch, String> {
+    let mut k = 0;
+    rearm_with(move |e| {
+        k = if k == 2 { 0 } else { k + 1 };
+        e + k * jump
+    })
+}
+
+/// One boxed sleep armed at `e`, reset to `next(e)` each time.
+fn rearm_with(next: impl FnMut(u64) -> u64 + Send + 'static) -> Result<Batch, String> {
     let rt = runtime(1)?;
     let base = Instant::now();
     // ~REARM_DELTA ahead, 10 ms into a 64 ms bucket.
     let e = move || ((base.elapsed().as_millis() as u64 + REARM_DELTA) & !63) + 10;
-    // The sleep and the direction of the next move, between batches.
+    // The sleep and where the next move goes, between batches.
     let mut state = on_worker(&rt, async move {
         let s = Box::pin(sleep_until(base + ms(e())));
         settle().await;
-        Some((s, false))
+        Some((s, next))
     });
     Ok(Box::new(move |n| {
-        let (mut s, mut flip) = state.take().expect("the sleep is back");
-        let (d, s, flip) = on_worker(&rt, async move {
+        let (mut s, mut next) = state.take().expect("the sleep is back");
+        let (d, s, next) = on_worker(&rt, async move {
             let e = e();
             let t0 = std::time::Instant::now();
             for _ in 0..n {
-                flip = !flip;
-                let x = if flip { e + jump } else { e };
-                s.as_mut().reset(black_box(base + ms(x)));
+                s.as_mut().reset(black_box(base + ms(next(e))));
             }
             settle().await;
-            (t0.elapsed(), s, flip)
+            (t0.elapsed(), s, next)
         });
-        state = Some((s, flip));
-        answer(d, n, "")
-    }))
-}
-
-/// `rearm` round three buckets: `e + jump`, `e + 2 * jump`, `e`.
-fn rearm_round(jump: u64) -> Result<Batch, String> {
-    let rt = runtime(1)?;
-    let base = Instant::now();
-    let e = move || ((base.elapsed().as_millis() as u64 + REARM_DELTA) & !63) + 10;
-    let mut state = on_worker(&rt, async move {
-        let s = Box::pin(sleep_until(base + ms(e())));
-        settle().await;
-        Some((s, 0u64))
-    });
-    Ok(Box::new(move |n| {
-        let (mut s, mut k) = state.take().expect("the sleep is back");
-        let (d, s, k) = on_worker(&rt, async move {
-            let e = e();
-            let t0 = std::time::Instant::now();
-            for _ in 0..n {
-                k = if k == 2 { 0 } else { k + 1 };
-                s.as_mut().reset(black_box(base + ms(e + k * jump)));
-            }
-            settle().await;
-            (t0.elapsed(), s, k)
-        });
-        state = Some((s, k));
+        state = Some((s, next));
         answer(d, n, "")
     }))
 }
