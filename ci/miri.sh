@@ -22,6 +22,11 @@ MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}" PROPTEST_CASES=4 CARGO_TARGE
   -- --skip posix::table timer:: base:: entry:: clock:: migration:: an_offline_workers arms_on_an_offline bad_hotplug callback rearm drop delete past huge outliving misuse panicking \
   timers_match_model waits pending from_its try_ shutdown reduce_never stale just_before_the_last_tick saturates \
   hrtimer::sleeper
+# A cancelled timer's entry kept as the wheel's ghost (wheel/ghost.rs):
+# cancelled, dropped and its memory reused while the ghost still holds its
+# address; hot-unplug and shutdown with a ghost present.
+MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}" CARGO_TARGET_DIR=target/miri \
+  cargo +nightly miri test -p utimer --test cancel_rearm
 # The intrusive sleepers (HrSleeper: raw pointers into pinned memory, a
 # pairing heap): every test of the file, the threaded race included.
 MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}" CARGO_TARGET_DIR=target/miri \
