@@ -120,9 +120,9 @@ impl<T: Copy + PartialEq, G: Generation> Wheel<T, G> {
     #[inline(always)]
     pub(crate) fn requeue(&mut self, key: Key<G>, bucket: u16, value: T, pos: Position) -> Key<G> {
         if let Some(revived) = self.revive(pos, value) {
-            // The ghost was not in a run (none exists during one), and
-            // `bucket != pos.idx` (the ghost and `key` are two entries of
-            // `value`): the old place becomes the ghost.
+            // No run is under way (no ghost exists during one), and the
+            // ghost and `key` are two entries of `value` (maybe in one
+            // bucket): the old place becomes the ghost.
             debug_assert!(!self.in_run && revived != key);
             debug_assert_eq!(self.lists.bucket_of_slot(key.slot), bucket as usize);
             self.ghost = Some(Ghost { key, bucket, value });
