@@ -5,6 +5,14 @@
 # ROUNDS times, alternating which binary goes first, and prints the median
 # and the best round of each utimer row (and the seed rows) for both.
 #   ci/ab-bench.sh [REV] [ROUNDS]      (CASES="filter ..." picks other cases)
+#
+# A few-nanosecond row can move by 10-25% with nothing but where the
+# compiler happened to put its loop: on CPUs with Intel's jump-alignment
+# erratum (JCC), a jump that crosses or ends on a 32-byte boundary is not
+# served from the decoded-instruction cache. ALIGN=1 builds both sides
+# with branches kept inside 32-byte blocks (and their own target
+# directories), so that what remains is the work each side does; quote
+# both tables when they disagree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rev=${1:-HEAD~1}
@@ -16,10 +24,18 @@ if [ ! -d "$out/old-tree" ]; then
 else
   git -C "$out/old-tree" checkout --detach -q "$rev"
 fi
-(cd "$out/old-tree" && CARGO_TARGET_DIR="$PWD/../old-target" cargo build --release -q -p utimer-cli)
-cargo build --release -q -p utimer-cli
-old="$out/old-target/release/utimer"
-new="${CARGO_TARGET_DIR:-target}/release/utimer"
+if [ "${ALIGN:-0}" = 1 ]; then
+  export RUSTFLAGS="${RUSTFLAGS:-} -C llvm-args=-x86-branches-within-32B-boundaries"
+  (cd "$out/old-tree" && CARGO_TARGET_DIR="$PWD/../old-target-aligned" cargo build --release -q -p utimer-cli)
+  CARGO_TARGET_DIR="$out/new-target-aligned" cargo build --release -q -p utimer-cli
+  old="$out/old-target-aligned/release/utimer"
+  new="$out/new-target-aligned/release/utimer"
+else
+  (cd "$out/old-tree" && CARGO_TARGET_DIR="$PWD/../old-target" cargo build --release -q -p utimer-cli)
+  cargo build --release -q -p utimer-cli
+  old="$out/old-target/release/utimer"
+  new="${CARGO_TARGET_DIR:-target}/release/utimer"
+fi
 cases=${CASES:-"arm_cancel/ rearm/ expiry/ arm_cancel_pending/1K wheel/ threads/ seed000/warm seed004/enqueue"}
 for r in $(seq 1 "$rounds"); do
   if (( r % 2 )); then order="old new"; else order="new old"; fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Loom models of the cross-thread protocols: crates/utimer/tests/loom.rs
 # (modify, migration, expiry, drop racing a running callback and a re-arm,
-# delete_sync, shutdown_sync), the parker's model in src/sync/parker.rs,
+# delete_sync, shutdown_sync, a stale base's forward racing a cancel and
+# re-arm), the parker's model in src/sync/parker.rs,
 # the pull model's hierarchy (src/migration/tests.rs: the state word's
 # sequence-counter race, the last idle worker's wake-up, a new timer racing
 # it) and remote expiry (src/nohz/pull.rs: a stalled worker and its

@@ -24,9 +24,11 @@ MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}" PROPTEST_CASES=4 CARGO_TARGE
   hrtimer::sleeper
 # A cancelled timer's entry kept as the wheel's ghost (wheel/ghost.rs):
 # cancelled, dropped and its memory reused while the ghost still holds its
-# address; hot-unplug and shutdown with a ghost present.
+# address; hot-unplug and shutdown with a ghost present. And a stale base's
+# forward, which marks the timers of the buckets it takes out due
+# (BaseGuard::forward: a pointer dereferenced per timer, under the lock).
 MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}" CARGO_TARGET_DIR=target/miri \
-  cargo +nightly miri test -p utimer --test cancel_rearm
+  cargo +nightly miri test -p utimer --test cancel_rearm --test stale_base
 # The intrusive sleepers (HrSleeper: raw pointers into pinned memory, a
 # pairing heap): every test of the file, the threaded race included.
 MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}" CARGO_TARGET_DIR=target/miri \

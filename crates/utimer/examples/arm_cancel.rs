@@ -13,7 +13,8 @@
 //! With `rearm` the loop instead re-arms one pending timer alternately
 //! between two buckets (level 2 and level 3), as `utimer bench`'s
 //! `rearm/new_bucket` case does; with `rearm3` round three buckets
-//! (`rearm/three_buckets`); with `rearm-duration`, by a `Duration`
+//! (`rearm/three_buckets`); with `rearm-same`, within its bucket
+//! (`rearm/same_bucket`: the lock-free check); with `rearm-duration`, by a `Duration`
 //! from now (set `UTIMER_CLOCK=monotonic` to include the clock reads).
 //!
 //! (Under valgrind `membarrier` is not available, so both modes take the
@@ -45,6 +46,7 @@ fn main() {
     let label = match case.as_str() {
         "rearm" => "re-arm to a new bucket",
         "rearm3" => "re-arm round three buckets",
+        "rearm-same" => "re-arm within its bucket",
         // The way most code re-arms a timeout: a `Duration` from now.
         "rearm-duration" => "re-arm by Duration (100 ms / 5 s)",
         _ => "arm+cancel",
@@ -53,6 +55,7 @@ fn main() {
     match case.as_str() {
         "rearm" => rearm_loop(&t, ((sys.now() + 3000) & !63) + 10, n),
         "rearm3" => rearm_round_loop(&t, ((sys.now() + 3000) & !63) + 10, n),
+        "rearm-same" => rearm_same_loop(&t, ((sys.now() + 3000) & !63) + 10, n),
         "rearm-duration" => rearm_duration_loop(&t, n),
         _ => arm_cancel_loop(&t, sys.now() + 100, n),
     }
@@ -78,6 +81,15 @@ fn rearm_loop(t: &Timer, e: u64, n: u64) {
     t.add(e).expect("a live system");
     for i in 0..n {
         let x = if i % 2 == 0 { e + 4096 } else { e };
+        black_box(t.modify(black_box(x)).expect("a live system"));
+    }
+}
+
+#[inline(never)]
+fn rearm_same_loop(t: &Timer, e: u64, n: u64) {
+    t.add(e).expect("a live system");
+    for i in 0..n {
+        let x = if i % 2 == 0 { e + 1 } else { e };
         black_box(t.modify(black_box(x)).expect("a live system"));
     }
 }

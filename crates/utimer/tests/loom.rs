@@ -462,3 +462,51 @@ fn next_expiry_summary_vs_hrtimer_start_and_cancel() {
         assert_eq!(sys.next_expiry(0).unwrap(), Some(40));
     });
 }
+
+/// A stale base brought forward by one thread's arm while another thread
+/// cancels and re-arms a timer whose bucket that forward takes out: the
+/// forward marks the timer due (its state word, which the other thread
+/// reads without the lock), so the cancel never leaves an entry that a
+/// re-arm into the same bucket slot could take back from the run list
+/// and fire at once. Whatever the order, the re-armed timer fires once,
+/// at its new bucket and not before.
+#[test]
+fn forward_vs_cancel_and_rearm() {
+    model(|| {
+        let (sys, clock) = system(1);
+        let _g = sys.enter(0).unwrap();
+        let fired = Arc::new(AtomicUsize::new(0));
+        let f = fired.clone();
+        let x = Arc::new(sys.timer(move |_| {
+            f.fetch_add(1, SeqCst);
+        }));
+        x.modify(100).unwrap(); // level 1: bucket 104, slot 13 of level 1
+        clock.set(200); // the base is stale; 104 is overdue
+        let forwarder = {
+            let sys = sys.clone();
+            thread::spawn(move || {
+                let _g = sys.enter(0).unwrap();
+                let y = sys.timer(|_| {});
+                y.modify(300).unwrap(); // above level 0: forwards to 201
+                y
+            })
+        };
+        let rearmer = {
+            let (sys, x) = (sys.clone(), x.clone());
+            thread::spawn(move || {
+                let _g = sys.enter(0).unwrap();
+                x.delete();
+                // From 201: level 1, bucket 616, slot 13 of level 1 again.
+                x.modify(616).unwrap();
+            })
+        };
+        let _y = forwarder.join().unwrap();
+        rearmer.join().unwrap();
+        assert_eq!(x.fires_at(), Some(616));
+        sys.run_expired(0, 200).unwrap();
+        assert_eq!(fired.load(SeqCst), 0, "fired early");
+        clock.set(616);
+        sys.run_expired(0, 616).unwrap();
+        assert_eq!(fired.load(SeqCst), 1);
+    });
+}

@@ -67,6 +67,16 @@ impl Base {
         r
     }
 
+    /// [`BaseGuard::mirror_changed`], for a caller that holds the lock
+    /// without the guard at hand.
+    #[inline(always)]
+    pub(super) fn mirror_changed(&self) {
+        if self.next.load(Relaxed) != NEXT_UNKNOWN {
+            self.next.store(NEXT_UNKNOWN, Release);
+            self.summary().invalidate();
+        }
+    }
+
     /// The worker is busy again: arms here need not wake it.
     pub(crate) fn idle_exit(&self) {
         self.idle_until.store(0, Relaxed);
@@ -98,10 +108,7 @@ impl BaseGuard<'_> {
     /// cancels pay one load here, not a recomputation.
     #[inline(always)]
     pub(super) fn mirror_changed(&self) {
-        if self.base.next.load(Relaxed) != NEXT_UNKNOWN {
-            self.base.next.store(NEXT_UNKNOWN, Release);
-            self.base.summary().invalidate();
-        }
+        self.base.mirror_changed();
     }
 
     /// The wheel's next expiry, computed (a bitmap scan if its cache is

@@ -83,7 +83,14 @@
 //! level's granule). Level 0 is exact whatever the clock, but before placing
 //! a timer on a coarser level the base reads the system clock and brings
 //! its own forward (the kernel's `forward_timer_base()`; see
-//! `BaseGuard::add_timer`).
+//! `BaseGuard::place`). A bucket whose tick has passed does not stop it, as
+//! it stops the kernel's: the wheel takes such buckets out for the next run
+//! (the one under way, during a run) and the base marks their timers due.
+//! So every arm, by a user or by a callback in the middle of a run, is
+//! placed as on a fresh base, and an expiry in the past always fires at
+//! the next run. A forward costs one step per block of 16 entries taken
+//! out and one store per timer, once per timer: the next run would have
+//! touched them anyway.
 
 mod expire;
 mod hotplug;
@@ -104,7 +111,9 @@ pub(crate) use table::{Bases, BasesConfig, Binding, Hooks, PanicHook};
 
 use crate::entry::{Locked, RawTimer, TimerRef, Word, MIGRATING};
 use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, BiasedLock, Held, UnsafeCell};
-use crate::wheel::{calc_position, clamp_expiry, level_limit, Key, Position, Unchecked, Wheel};
+use crate::wheel::{
+    calc_position, clamp_expiry, level_limit, Key, Position, Unchecked, Wheel, DUE,
+};
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -481,11 +490,12 @@ impl<'a> BaseGuard<'a> {
     /// kernel's `detach_if_pending(timer, base, false)` and
     /// `enqueue_timer()`. The timer reads as pending throughout; the
     /// wheel may swap it with its ghost (`wheel/ghost.rs`).
+    /// `word` is the timer's state word as the caller read it under this
+    /// lock.
     #[inline(always)]
-    pub(crate) fn requeue(&mut self, t: TimerRef<'_>, pos: Position, expires: u64) {
+    pub(crate) fn requeue(&mut self, t: TimerRef<'_>, word: Word, pos: Position, expires: u64) {
         let timer = t.get();
-        let word = timer.state.load(Relaxed);
-        debug_assert!(word.is_pending());
+        debug_assert!(word.is_pending() && word == timer.state.load(Relaxed));
         let locked = self.locked();
         let old = Key::unchecked(timer.key(&locked));
         let key = self.wheel.requeue(old, word.idx(), TimerPtr(t.ptr()), pos);
@@ -521,6 +531,17 @@ impl<'a> BaseGuard<'a> {
     /// `forward_timer_base()`.
     #[inline(always)]
     pub(crate) fn add_timer(&mut self, t: TimerRef<'_>, expires: u64, now: Option<u64>) {
+        let (pos, expires) = self.place(expires, now);
+        self.enqueue(t, pos, expires);
+    }
+
+    /// Where a timer expiring at `expires` goes now, and its expiry of
+    /// record (clamped to the wheel's range): first, if it would land
+    /// above level 0, the clock is brought forward to the system clock
+    /// (`now`, or read here), so that the level is the one its timeout
+    /// selects. Level 0 is exact whatever the clock.
+    #[inline(always)]
+    pub(crate) fn place(&mut self, expires: u64, now: Option<u64>) -> (Position, u64) {
         // (The clock never exceeds MAX_TICK + 1: no overflow.)
         if expires >= self.wheel.clk() + LEVEL0_SPAN {
             let now = now.unwrap_or_else(|| self.base.jiffies());
@@ -528,20 +549,22 @@ impl<'a> BaseGuard<'a> {
         }
         let clk = self.wheel.clk();
         let expires = clamp_expiry(expires, clk);
-        self.enqueue(t, calc_position(expires, clk), expires);
+        (calc_position(expires, clk), expires)
     }
 
-    /// Brings the wheel clock forward to `now` (never past a pending
-    /// bucket) and publishes it. The kernel's `forward_timer_base()`.
+    /// Brings the wheel clock forward to `now` and publishes it, if it is
+    /// behind. The kernel's `forward_timer_base()`, except that
+    /// a bucket due meanwhile does not stop it: the wheel takes such
+    /// buckets out for the next run (see [`Wheel::forward`]), and their
+    /// timers are marked due (the wheel's ghost rule needs a pending
+    /// timer's word to name the list it sits on, and "due" is what
+    /// they are).
     #[inline]
     pub(crate) fn forward(&mut self, now: u64) {
         if now > self.wheel.clk() {
-            self.wheel.forward(now);
-            self.publish_clk();
-            // Due timers report `clk - 1`: the clock moved.
-            if self.base.next.load(Relaxed) != NEXT_NONE {
-                self.mirror_changed();
-            }
+            let base = self.base;
+            let locked = self.locked();
+            forward_base(base, self.inner_mut(), now, locked);
         }
     }
 
@@ -651,6 +674,27 @@ impl<'a> BaseGuard<'a> {
     #[inline]
     pub(crate) fn publish_clk(&self) {
         self.base.clk.store(self.wheel.clk(), Release);
+    }
+}
+
+/// The body of [`BaseGuard::forward`], out of line and off the arm path
+/// (it takes the base and its locked part apart, so that the guard of the
+/// caller stays in registers).
+#[cold]
+#[inline(never)]
+fn forward_base(base: &Base, inner: &mut BaseInner, now: u64, locked: Locked<'_>) {
+    let mut mark_due = |&TimerPtr(ptr): &TimerPtr| {
+        // SAFETY: a queued timer is live (entry/ lifetime rules), and we
+        // hold the lock of the base it is queued on (`locked`).
+        let t = unsafe { TimerRef::new(ptr) };
+        let word = t.get().state.load(Relaxed);
+        t.get().state.queue(word.expires(), DUE, &locked);
+    };
+    inner.wheel.forward_to(now, Some(&mut mark_due));
+    base.clk.store(inner.wheel.clk(), Release);
+    // Due timers report `clk - 1`: the clock moved.
+    if base.next.load(Relaxed) != NEXT_NONE {
+        base.mirror_changed();
     }
 }
 

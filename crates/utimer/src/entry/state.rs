@@ -5,7 +5,9 @@
 //! +------------------------------------------+------------+
 //! |  expires (54 bits, clamped, in ticks)    | bucket idx |
 //! +------------------------------------------+------------+
-//!          idx <= DUE: pending (in that bucket, or due)
+//!          idx <  DUE: pending, in that bucket
+//!          idx == DUE: pending and due: on the due list, or taken out of
+//!                      its bucket by a forward (on the run list)
 //!          idx == IDX_RUNNING: not pending, its callback is running
 //!          idx == IDX_NONE: not pending, callback not running (idle)
 //! ```

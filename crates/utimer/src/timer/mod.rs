@@ -196,10 +196,19 @@ impl Timer {
     /// Arms or re-arms the timer; returns whether it was pending. The
     /// kernel's `mod_timer()`.
     ///
-    /// Re-arming to an expiry that fires in the same tick as the current one
-    /// takes no lock (seed 002; see `timer/modify.rs`). An expiry in the past
-    /// fires at the next expiry run; one beyond the wheel's range (12 days at
-    /// 1 ms ticks) is clamped to it.
+    /// The timer fires at its expiry rounded up to the granularity of the
+    /// wheel level that its timeout (expiry minus [`TimerSystem::now`](crate::TimerSystem::now)
+    /// at the call) selects: never early, at most one granule late, however
+    /// far its worker's base clock has fallen behind. An expiry at or
+    /// before the present fires at the next expiry run of its worker
+    /// (from the timer's own callback: the run after the one under way,
+    /// if the run has passed that tick); one beyond the wheel's range (12
+    /// days at 1 ms ticks) is clamped to it.
+    ///
+    /// A re-arm of a pending timer to its expiry of record, or to one that
+    /// fires at the same tick as its bucket, changes nothing (it keeps its
+    /// place and [`expires`](Self::expires)); the latter takes no lock
+    /// (seed 002; see `timer/modify.rs`).
     ///
     /// # Errors
     /// [`TimerError::Shutdown`] if the timer's system has been dropped.
@@ -297,7 +306,8 @@ impl Timer {
 
     /// The expiry of record, in ticks: the last expiry the timer was queued
     /// with (clamped to the wheel's range). A re-arm that lands in the same
-    /// bucket fires at the same tick and keeps this value. A timer moved by
+    /// bucket fires at the same tick and keeps this value, whichever path
+    /// (lock-free or locked) answers it. A timer moved by
     /// a hot-unplug ([`TimerSystem::offline`](crate::TimerSystem::offline))
     /// takes the tick its bucket fires at. In the timer's
     /// own callback it is the latest arm, which may be a concurrent re-arm.
@@ -309,7 +319,8 @@ impl Timer {
 
     /// The tick at which a pending timer fires: its expiry rounded up to its
     /// wheel level's granularity. `None` if not pending; `Some(expires)` for
-    /// a timer already due.
+    /// a timer already due (armed into the past, or left in a bucket whose
+    /// tick passed before its worker's expiry ran: it fires at the next run).
     pub fn fires_at(&self) -> Option<u64> {
         self.r().get().state.load(Acquire).fires_at()
     }

@@ -46,11 +46,11 @@
 //! read after that load, and the new expiry's bucket time `T'` is computed
 //! from such a clock. `T' == T` means the new expiry, queued at any moment
 //! in between, would fire at exactly the tick the timer fires at now. If the
-//! timer fires or moves after the load, the re-arm is ordered before that.
-//! A clock read from a stale base only makes the computed level coarser: the
-//! timer is never early, and at most one granule of that level late. The
-//! unit test `seed002_lockless_write_race` below replays the interleaving
-//! above step by step against both forms.
+//! timer fires or moves after the load (an expiry run, or a forward that
+//! takes its bucket out for the next run: `T <= now` then, and the run
+//! comes after `now`), the re-arm is ordered before that. The unit test
+//! `seed002_lockless_write_race` below replays the interleaving above step
+//! by step against both forms.
 //!
 //! The price of writing nothing: a timer re-armed again and again to the
 //! *same* new expiry does the bucket arithmetic each time instead of
@@ -63,11 +63,34 @@
 //! # A stale base clock
 //!
 //! Level 0 is exact whatever the base clock says. For a coarser level the
-//! check reads the system clock and computes the bucket against the later
-//! of the two, as the locked path does after bringing the base clock
-//! forward (`BaseGuard::add_timer`): a worker whose expiry has not run for a
-//! while must not make a re-arm land on a coarser level than its distance
-//! from the present needs.
+//! locked path first brings a base clock that is behind the system clock
+//! `now` forward to `now` (`BaseGuard::place`): the buckets due before
+//! then leave the wheel for the next run, marked due, so nothing holds the
+//! clock back (`wheel/mod.rs`, "Expiry"). The lock-free check computes the
+//! bucket against the later of the base clock and `now`, which is what
+//! that forward gives, so both paths place a timer alike. A worker whose
+//! expiry has not run for a while, or a callback whose run has not reached
+//! the present, never makes an arm land on a coarser level than its
+//! timeout (expiry minus `now`) selects. A base clock equal to `now` (the
+//! run of tick `now` has not happened yet) is fresh: the timer is placed
+//! against `now`, and tick `now`'s buckets stay for that run. Against a
+//! base clock already past `now` (the run at `now` is done) the distance,
+//! and so the level, is at most the timeout's.
+//!
+//! # A re-arm that does not move the timer
+//!
+//! A re-arm of a pending timer to its expiry of record, or to an expiry
+//! whose bucket fires at the tick the timer's bucket fires at, changes
+//! nothing: the timer keeps its place, its expiry of record and the bound
+//! it was placed with (the expiry of record again: the kernel's
+//! `mod_timer()` returns at once, even if the shorter timeout would now
+//! select a finer level). That holds on every path: the lock-free checks,
+//! and the locked one, which compares the bucket it computes under the
+//! lock with the timer's (`rearm_here`). Only seed 002's "before" form,
+//! kept for the benchmark, always requeues and records the new expiry, as
+//! the kernel did before 2016. A timer already due (on the due list, or
+//! taken out of its bucket by a forward) counts as in the same bucket as
+//! any expiry in the past.
 //!
 //! # The slow path (base lock)
 //!
@@ -131,8 +154,9 @@ struct Hint {
 }
 
 /// Where `expires` would be queued on `base` now: against the base clock,
-/// or, above level 0, against the system clock if the base clock is behind
-/// it (see "A stale base clock").
+/// or, above level 0, against the system clock if the base clock is
+/// behind it, as the locked path places it after bringing the base clock
+/// forward (see "A stale base clock").
 #[inline(always)]
 fn hint(base: &Base, expires: u64) -> Hint {
     let mut clk = base.clk.load(Acquire);
@@ -206,8 +230,8 @@ pub(crate) fn modify<const SAME_BUCKET: bool>(
         h = Some(hint);
     }
     match mode {
-        Mode::Reduce => modify_locked(t, expires, mode, None),
-        _ => requeue(t, expires, mode, h),
+        Mode::Reduce => modify_locked::<SAME_BUCKET>(t, expires, mode, None),
+        _ => requeue::<SAME_BUCKET>(t, expires, mode, h),
     }
 }
 
@@ -240,8 +264,18 @@ fn lock_if_home(t: TimerRef<'_>, worker: Option<u32>) -> Option<BaseGuard<'_>> {
 
 /// Re-arms a pending timer to another bucket: the common case (it stays on
 /// its base) as one straight path; anything else goes to [`modify_locked`].
+/// `KEEP`: a re-arm that fires at the tick the timer already fires at
+/// leaves it as it is (see "A re-arm that does not move the timer").
+///
+/// With the hint still valid (same base, clock unmoved: so no forward
+/// marked the timer due meanwhile) the lock-free check's answer stands:
+/// the timer was in another bucket. If a concurrent re-arm has put it
+/// into the hint's bucket since, the two calls overlap, and requeueing it
+/// there is the order "this re-arm first, then that one", after which
+/// that one would have changed nothing: the outcome is one that the
+/// same-bucket rule allows, so it is not checked again.
 #[inline(always)]
-fn requeue(
+fn requeue<const KEEP: bool>(
     t: TimerRef<'_>,
     expires: u64,
     mode: Mode,
@@ -249,25 +283,74 @@ fn requeue(
 ) -> Result<bool, TimerError> {
     let pending = || t.get().state.load(Relaxed).is_pending();
     let Some(mut guard) = lock_if_home(t, None).filter(|_| pending()) else {
-        return modify_locked(t, expires, mode, hint);
+        return modify_locked::<KEEP>(t, expires, mode, hint);
     };
     match hint {
         Some(h) if h.base == guard.base.index && h.clk == guard.wheel.clk() => {
-            guard.requeue(t, h.pos, clamp_expiry(expires, h.clk));
+            let word = t.get().state.load(Relaxed);
+            guard.requeue(t, word, h.pos, clamp_expiry(expires, h.clk));
             guard.stats.requeued += 1;
         }
         _ => {
-            guard.detach_if_pending(t);
-            enqueue_hinted(&mut guard, t, expires, hint, true);
+            let (pos, expires, recalc) = placement(&mut guard, expires, hint);
+            rearm_here::<KEEP>(&mut guard, t, pos, expires);
+            count_rearm(&mut guard, recalc);
         }
     }
     Ok(true)
 }
 
-/// Queues the timer at the bucket computed before locking if that is still
-/// valid (same base, clock unmoved), else recomputes it: the patch's
-/// `idx != UINT_MAX && clk == base->clk` test. Counts the outcome: armed
-/// (it was not pending), or a re-arm that was requeued or recalculated.
+/// Where `expires` goes on the locked base, and its expiry of record: the
+/// bucket computed before locking if that is still valid (same base,
+/// clock unmoved), else computed again (bringing a stale clock forward
+/// first: [`BaseGuard::place`]); the patch's `idx != UINT_MAX && clk ==
+/// base->clk` test. Also says whether it was computed again although a
+/// bucket had been computed before locking (a recalculation).
+#[inline(always)]
+fn placement(guard: &mut BaseGuard<'_>, expires: u64, hint: Option<Hint>) -> (Position, u64, bool) {
+    match hint {
+        Some(h) if h.base == guard.base.index && h.clk == guard.wheel.clk() => {
+            (h.pos, clamp_expiry(expires, h.clk), false)
+        }
+        _ => {
+            let (pos, expires) = guard.place(expires, None);
+            (pos, expires, hint.is_some())
+        }
+    }
+}
+
+/// Re-arms `t`, pending on the locked base, to `pos` with expiry of
+/// record `expires`, unless (with `KEEP`) `pos` fires at the very tick its
+/// bucket fires at: then it stays where it is, expiry of record included,
+/// as the lock-free same-bucket check leaves it.
+#[inline(always)]
+fn rearm_here<const KEEP: bool>(
+    guard: &mut BaseGuard<'_>,
+    t: TimerRef<'_>,
+    pos: Position,
+    expires: u64,
+) {
+    // Read after `placement`: a forward there may have marked it due.
+    let word = t.get().state.load(Relaxed);
+    if KEEP && same_tick(word, pos) {
+        return;
+    }
+    guard.requeue(t, word, pos, expires);
+}
+
+/// Counts a re-arm of a pending timer under the lock.
+#[inline(always)]
+fn count_rearm(guard: &mut BaseGuard<'_>, recalc: bool) {
+    match recalc {
+        true => guard.stats.recalced += 1,
+        false => guard.stats.requeued += 1,
+    }
+}
+
+/// Queues `t`, not pending, on the locked base: at the bucket computed
+/// before locking if that is still valid, else computed again. Counts
+/// the outcome: armed (it was not pending), or a re-arm that was
+/// requeued or recalculated (it was pending on another base, and moved).
 #[inline(always)]
 fn enqueue_hinted(
     guard: &mut BaseGuard<'_>,
@@ -276,21 +359,11 @@ fn enqueue_hinted(
     hint: Option<Hint>,
     was_pending: bool,
 ) {
-    let recalc = match hint {
-        Some(h) if h.base == guard.base.index && h.clk == guard.wheel.clk() => {
-            guard.enqueue(t, h.pos, clamp_expiry(expires, h.clk));
-            false
-        }
-        _ => {
-            guard.add_timer(t, expires, None);
-            hint.is_some()
-        }
-    };
-    let stats = &mut guard.stats;
-    match (was_pending, recalc) {
-        (false, _) => stats.armed += 1,
-        (true, true) => stats.recalced += 1,
-        (true, false) => stats.requeued += 1,
+    let (pos, expires, recalc) = placement(guard, expires, hint);
+    guard.enqueue(t, pos, expires);
+    match was_pending {
+        false => guard.stats.armed += 1,
+        true => count_rearm(guard, recalc),
     }
 }
 
@@ -322,15 +395,18 @@ fn arm_inline(t: TimerRef<'_>, expires: u64, mode: Mode) -> Result<bool, TimerEr
     };
     let idle = || !t.get().state.load(Relaxed).is_pending();
     let Some(mut guard) = lock_if_home(t, on).filter(|_| idle()) else {
-        return modify_locked(t, expires, mode, None);
+        return modify_locked::<true>(t, expires, mode, None);
     };
     enqueue_hinted(&mut guard, t, expires, None, false);
     Ok(false)
 }
 
+/// The general path, under the lock of wherever the timer is: every check
+/// again, a move to the caller's base if the timer must move, then the
+/// arm. `KEEP` as in [`requeue`].
 #[cold]
 #[inline(never)]
-fn modify_locked(
+fn modify_locked<const KEEP: bool>(
     t: TimerRef<'_>,
     expires: u64,
     mode: Mode,
@@ -351,7 +427,7 @@ fn modify_locked(
         Mode::PendingOnly if !was_pending => return Ok(false),
         Mode::Add(_) if was_pending => return Err(TimerError::AlreadyPending),
         Mode::Reduce if was_pending => {
-            reduce_here(&mut guard, t, word, expires);
+            reduce_here(&mut guard, t, expires);
             return Ok(true);
         }
         _ => {}
@@ -387,8 +463,12 @@ fn modify_locked(
             t.get().state.detach(false, &guard.locked());
             return Err(TimerError::Shutdown);
         }
-    } else {
-        guard.detach_if_pending(t);
+    } else if was_pending {
+        // It stays on this base.
+        let (pos, expires, recalc) = placement(&mut guard, expires, hint);
+        rearm_here::<KEEP>(&mut guard, t, pos, expires);
+        count_rearm(&mut guard, recalc);
+        return Ok(true);
     }
     enqueue_hinted(&mut guard, t, expires, hint, was_pending);
     Ok(was_pending)
@@ -396,13 +476,10 @@ fn modify_locked(
 
 /// `timer_reduce()` of a pending timer, on the base it is on: requeues it
 /// only if `expires` lands in an earlier bucket (see "Reduce").
-fn reduce_here(guard: &mut BaseGuard<'_>, t: TimerRef<'_>, word: Word, expires: u64) {
-    if expires >= guard.wheel.clk() + level_limit(0) {
-        guard.forward(guard.base.jiffies());
-    }
-    let clk = guard.wheel.clk();
-    let expires = clamp_expiry(expires, clk);
-    let pos = calc_position(expires, clk);
+fn reduce_here(guard: &mut BaseGuard<'_>, t: TimerRef<'_>, expires: u64) {
+    let (pos, expires) = guard.place(expires, None);
+    // Read after the placement: a forward there may have marked it due.
+    let word = t.get().state.load(Relaxed);
     if no_later_than(word, pos) {
         return;
     }

@@ -65,6 +65,18 @@
 //! rewriting every block. Inserts go from the bucket straight to its list
 //! head; only the rarer steps that start from a block (unlinking,
 //! reordering, reporting an emptied bucket) look the bucket up.
+//!
+//! # An ordered list
+//!
+//! When the run list already holds entries (several buckets due at one
+//! tick, buckets that a forward took out, the due list in front of them),
+//! further lists are *spliced* onto it: their blocks are renamed to the
+//! run list and linked at its back (or front), one step per block, and
+//! every key stays valid. The run list is handed out from its front in
+//! the order it was built, so it is the one list that never reorders its
+//! blocks: a removal from a full block leaves the block where it is, and
+//! nothing is ever pushed onto it, so the invariant above is not needed
+//! there (the model test checks it everywhere else).
 
 use super::key::Generation;
 
@@ -156,6 +168,8 @@ pub(crate) struct Lists<T, G> {
     lists: Box<[ListHead]>,
     /// By list number: the bucket that list serves.
     bucket_of: Box<[u16]>,
+    /// The one bucket whose list keeps its order (see "An ordered list").
+    ordered: u16,
     /// First free block, or `NIL`.
     free: u32,
     len: usize,
@@ -163,10 +177,14 @@ pub(crate) struct Lists<T, G> {
 
 impl<T, G: Generation> Lists<T, G> {
     /// Storage for `buckets` buckets (at most 65 536) and room for
-    /// `capacity` entries.
-    pub(crate) fn new(buckets: usize, capacity: usize) -> Self {
+    /// `capacity` entries. Bucket `ordered` keeps its order: entries reach
+    /// it only by [`splice`](Self::splice) and [`move_bucket`](Self::move_bucket),
+    /// never by [`push`](Self::push).
+    pub(crate) fn new(buckets: usize, capacity: usize, ordered: usize) -> Self {
         assert!(buckets <= 1 << 16, "utimer: too many buckets");
+        assert!(ordered < buckets);
         Lists {
+            ordered: ordered as u16,
             blocks: Vec::with_capacity(capacity.div_ceil(BLOCK)),
             lists: (0..buckets)
                 .map(|b| ListHead {
@@ -284,7 +302,8 @@ impl<T, G: Generation> Lists<T, G> {
                     emptied = Some(bucket);
                 }
             }
-        } else if was_full && block.prev != NIL {
+        } else if was_full && block.prev != NIL && self.bucket_of_block(b) != self.ordered as usize
+        {
             self.move_block(b, true);
         }
         Some((value, emptied))
@@ -316,6 +335,74 @@ impl<T, G: Generation> Lists<T, G> {
                 self.blocks[first as usize].bucket = bucket as u16;
             }
         }
+    }
+
+    /// Moves every entry of `from` to the front or the back of `to` (whose
+    /// order the entries keep: all of `from`'s, then all of `to`'s, or the
+    /// reverse), calling `f` on each entry moved. Keys stay valid: the
+    /// blocks themselves move, each renamed to `to`'s list, so the cost is
+    /// one step per block (and one per entry with `f`). An empty block
+    /// kept in `to` is given up first.
+    ///
+    /// Only the [ordered](Self::new) list takes spliced entries: in any
+    /// other, a block with room behind a full one would break the
+    /// invariant that [`push`](Self::push) relies on.
+    pub(crate) fn splice<'f>(
+        &mut self,
+        from: usize,
+        to: usize,
+        at_front: bool,
+        mut f: Option<&mut (dyn FnMut(&T) + 'f)>,
+    ) {
+        debug_assert_ne!(from, to);
+        debug_assert_eq!(to, self.ordered as usize);
+        let ListHead { first, last, id } = self.lists[to];
+        if first != NIL && self.blocks[first as usize].live() == 0 {
+            // A kept last block, empty: give it up, or it would hide the
+            // entries behind it from `pop_front` and `is_bucket_empty`.
+            self.lists[to] = ListHead {
+                first: NIL,
+                last: NIL,
+                id,
+            };
+            self.release(first);
+            return self.splice(from, to, at_front, f);
+        }
+        let ListHead {
+            first: head,
+            last: tail,
+            ..
+        } = self.lists[from];
+        if head == NIL || self.blocks[head as usize].live() == 0 {
+            return; // nothing to move (maybe a kept empty block: it stays)
+        }
+        let mut b = head;
+        while b != NIL {
+            let block = &mut self.blocks[b as usize];
+            block.list = id;
+            if let Some(f) = f.as_mut() {
+                for value in block.values.iter().flatten() {
+                    f(value);
+                }
+            }
+            b = block.next;
+        }
+        self.lists[from].first = NIL;
+        self.lists[from].last = NIL;
+        if first == NIL {
+            self.lists[to].first = head;
+            self.lists[to].last = tail;
+        } else if at_front {
+            self.blocks[tail as usize].next = first;
+            self.blocks[first as usize].prev = tail;
+            self.lists[to].first = head;
+        } else {
+            self.blocks[last as usize].next = head;
+            self.blocks[head as usize].prev = last;
+            self.lists[to].last = tail;
+        }
+        let first = self.lists[to].first;
+        self.blocks[first as usize].bucket = to as u16;
     }
 
     /// For prefetching: once per first block of `bucket` (`*seen` remembers
@@ -481,7 +568,10 @@ impl<T, G: Generation> Lists<T, G> {
                 let sole = head.first == head.last;
                 assert!(block.live() != 0 || sole, "an empty block stays linked");
                 let full = block.room() == 0;
-                assert!(full || !seen_full, "a block with room after a full one");
+                assert!(
+                    full || !seen_full || bucket == self.ordered as usize,
+                    "a block with room after a full one"
+                );
                 seen_full |= full;
                 seen += block.live().count_ones() as usize;
                 (prev, b) = (b, block.next);

@@ -53,12 +53,19 @@
 //! Reviving is only sound while the entry still sits in the bucket it was
 //! recorded with, and while that bucket still fires at the time a fresh
 //! insert would get. Both hold because the wheel's clock and its buckets
-//! only change inside the methods that settle first: an entry moves only
-//! when a run takes its bucket over (`poll`), and the clock moves only in
-//! `forward` and `poll`. A bucket index computed against an unchanged
-//! clock names the same firing time. During a run the entries on the run
-//! list still carry the bucket they were queued in, so no removal is
-//! deferred while a run is under way.
+//! only change inside the methods that settle first: an entry leaves its
+//! bucket only when a run or a forward takes the bucket to the run list
+//! (`poll`, `forward`), and the clock moves only in those two. A bucket
+//! index computed against an unchanged clock names the same firing time.
+//! During a run the entries on the run list still carry the bucket they
+//! were queued in, so no removal is deferred while a run is under way.
+//! An entry recorded as due ([`DUE`]) sits on the due list, or on the run
+//! list if a forward took its bucket out (the timer bases mark those
+//! timers due): either way the next run hands it out first, which is
+//! exactly what an arm into the past asks for, so reviving it serves such
+//! an arm wherever it sits. What must never happen, a ghost taken back
+//! from the run list by an arm for a bucket in the future, cannot: its
+//! record says due, and no future bucket is [`DUE`].
 //!
 //! The public wheel never defers: only the crate's timer bases call these
 //! methods (`delete` and re-arms; a timer's drop removes it for real).
@@ -91,7 +98,7 @@ impl<T: Copy + PartialEq, G: Generation> Wheel<T, G> {
             return;
         }
         debug_assert!(self.lists.get(key.slot, key.gen) == Some(&value));
-        debug_assert_eq!(self.lists.bucket_of_slot(key.slot), bucket as usize);
+        debug_assert!(self.sits_in(key, bucket));
         let ghost = Ghost { key, bucket, value };
         if let Some(old) = self.ghost.replace(ghost) {
             self.remove(old.key);
@@ -124,7 +131,7 @@ impl<T: Copy + PartialEq, G: Generation> Wheel<T, G> {
             // ghost and `key` are two entries of `value` (maybe in one
             // bucket): the old place becomes the ghost.
             debug_assert!(!self.in_run && revived != key);
-            debug_assert_eq!(self.lists.bucket_of_slot(key.slot), bucket as usize);
+            debug_assert!(self.sits_in(key, bucket));
             self.ghost = Some(Ghost { key, bucket, value });
             return revived;
         }
@@ -161,6 +168,16 @@ impl<T, G: Generation> Wheel<T, G> {
             let removed = self.remove(ghost.key);
             debug_assert!(removed.is_some());
         }
+    }
+
+    /// Whether entry `key` sits in `bucket`, as its timer's word says:
+    /// an entry said to be due ([`DUE`]) may also sit on the run list
+    /// outside a run (a forward took its bucket out). Both are due at the
+    /// next run, so reviving it there is as right as reviving it on the
+    /// due list (for assertions).
+    pub(super) fn sits_in(&self, key: Key<G>, bucket: u16) -> bool {
+        let actual = self.lists.bucket_of_slot(key.slot);
+        actual == bucket as usize || (bucket == DUE && actual == super::RUN)
     }
 
     /// Whether `key` names the ghost.

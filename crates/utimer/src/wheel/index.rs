@@ -92,7 +92,8 @@ pub fn round_up(expires: u64, lvl: usize) -> u64 {
 #[inline]
 pub fn clamp_expiry(expires: u64, clk: u64) -> u64 {
     // Time saturates at MAX_TICK: an expiry there is due once the clock is.
-    expires.min(MAX_TICK).min(clk + MAX_DELTA)
+    // `min(MAX_TICK, clk + MAX_DELTA)`, without overflow for any clock.
+    expires.min(clk.min(MAX_TICK - MAX_DELTA) + MAX_DELTA)
 }
 
 /// Computes the bucket for a timer expiring at `expires` (already clamped

@@ -55,16 +55,40 @@
 //!
 //! The wheel clock `clk` is the next tick not yet processed. A *run* is a
 //! sequence of [`Wheel::poll`] calls up to the one that returns `None`. It
-//! moves the buckets of each due tick (at most `now`) to a run list and
+//! takes the buckets of each due tick (at most `now`) to a run list and
 //! hands those out one at a time, so the caller may insert and remove
 //! entries between two of them — a timer callback may re-arm itself.
 //!
-//! An expiry before `clk` (in the past) goes to the *due list*, which the
-//! next run takes over first, whatever `now` it is given. A past expiry
-//! inserted *during* a run waits on the due list for the next run. Were it
-//! handed out in the same run, a callback that always re-arms its timer
-//! into the past would keep the run going forever (the kernel avoids the
-//! same livelock by queueing such a timer for the next tick).
+//! The rules, in full:
+//!
+//! * **Where an entry goes.** An expiry at or after `clk` goes to the
+//!   bucket of the first level whose range covers its distance from `clk`,
+//!   and fires at its bucket time (the table above). Level 0 is exact: the
+//!   bucket time is the expiry itself, whatever `clk` is. An expiry before
+//!   `clk` (in the past) goes to the *due list*.
+//! * **What a run hands out, in order.** First the due list (in no
+//!   particular order), then whatever a forward took out of its buckets
+//!   (below), then the buckets due by `now`, tick by tick. Several buckets
+//!   due at one tick (one per level whose granularity divides it) are
+//!   taken together, the finest level first; within a bucket, no
+//!   particular order.
+//! * **The clock during a run.** Taking a tick's buckets moves `clk` past
+//!   that tick (the kernel's `base->clk++` before `expire_timers()`), so an
+//!   entry inserted meanwhile at that tick or earlier is in the past: it
+//!   waits on the due list for the next run. Were it handed out in the
+//!   same run, a callback that always re-arms its timer into the past
+//!   would keep the run going forever. An entry inserted at a later tick
+//!   up to `now` is handed out by the same run when it gets there.
+//! * **A stale clock.** A clock left behind (nothing polled for a while)
+//!   places an entry on a coarser level than its distance from the present
+//!   needs. [`Wheel::forward`] brings it to the present first: every bucket
+//!   due by then leaves for the run list, in the order a run would take
+//!   them, and `clk` becomes `now + 1`. Nothing is due earlier or later
+//!   than it was, and entries inserted afterwards are placed against the
+//!   present. The timer bases forward before every insert above level 0
+//!   whose base clock is behind the system clock `now`, to `now` itself
+//!   (the buckets of tick `now` stay): the level is then the one that the
+//!   timeout `expires - now` selects.
 //!
 //! # Storage
 //!
@@ -175,7 +199,7 @@ impl<T, G: Generation> Wheel<T, G> {
         Wheel {
             clk: clk.min(MAX_TICK),
             pending: [0; LEVELS],
-            lists: Lists::new(BUCKETS + 2, capacity),
+            lists: Lists::new(BUCKETS + 2, capacity, RUN),
             in_run: false,
             ahead: blocks::NIL,
             next: u64::MAX,
@@ -222,8 +246,10 @@ impl<T, G: Generation> Wheel<T, G> {
 
     /// Queues `value` to expire at tick `expires` and returns its key.
     ///
-    /// An expiry in the past is due at once; one beyond the wheel's range is
-    /// clamped to [`MAX_DELTA`] ticks from the clock.
+    /// An expiry before the clock is due at once (the next run hands it
+    /// out); one beyond the wheel's range is clamped to [`MAX_DELTA`] ticks
+    /// from the clock. The level is chosen against the wheel's clock:
+    /// [`forward`](Self::forward) first if it may have fallen behind.
     #[inline(always)]
     pub fn insert(&mut self, expires: u64, value: T) -> Key<G> {
         let pos = self.position(expires);
@@ -284,7 +310,8 @@ impl<T, G: Generation> Wheel<T, G> {
     }
 
     /// The tick at which the next entry fires, or `None` if the wheel is
-    /// empty. Due entries (expiry already passed) report `clk - 1`.
+    /// empty. Due entries (on the due list, or taken out of their buckets
+    /// by a forward or a run) report `clk - 1`.
     ///
     /// The kernel's `__next_timer_interrupt()`.
     #[inline]
@@ -326,23 +353,33 @@ impl<T, G: Generation> Wheel<T, G> {
     /// Brings a clock that fell behind up to the present, so that entries
     /// queued afterwards are placed relative to `now` rather than to a stale
     /// clock (on a needlessly coarse level). The kernel's
-    /// `forward_timer_base()`.
+    /// `forward_timer_base()`, which stops at the first pending bucket;
+    /// this one never stops.
     ///
-    /// The clock moves to `now + 1` if no bucket is due at or before `now`,
-    /// else to the earliest pending bucket time: never past a pending
-    /// bucket, never backwards. Entries already due stay due.
+    /// Every bucket due at or before `now` is taken out first, in the
+    /// order a run would take it (see "Expiry" in the module docs): the
+    /// next run, or the one under way, hands its entries out in that
+    /// order, after what was already due. Then the clock is `now + 1`
+    /// (tick `now` counts as processed). Nothing happens if the clock is
+    /// already past `now`.
     pub fn forward(&mut self, now: u64) {
-        let now = now.min(MAX_TICK);
-        if now < self.clk {
+        self.forward_to(now.min(MAX_TICK) + 1, None);
+    }
+
+    /// Moves the clock to `clk` (if that is later), first taking every
+    /// bucket due before it out to the run list, as [`forward`](Self::forward)
+    /// does, and calling `f` on each entry taken out (for the timer bases,
+    /// which mark those timers due). The bases move it to the present
+    /// tick, not past it: that tick's buckets stay where they are, and an
+    /// arm is placed against the present itself.
+    pub(crate) fn forward_to<'f>(&mut self, clk: u64, mut f: Option<&mut (dyn FnMut(&T) + 'f)>) {
+        let clk = clk.min(MAX_TICK + 1);
+        if clk <= self.clk {
             return;
         }
         self.settle();
-        let next = self.next_bucket_expiry();
-        self.clk = if next > now {
-            now + 1
-        } else {
-            next.max(self.clk)
-        };
+        while self.take_due_tick(clk - 1, f.as_deref_mut()) {}
+        self.clk = clk;
     }
 
     /// Removes and returns one entry that is due at `now`, or `None` when
@@ -350,20 +387,27 @@ impl<T, G: Generation> Wheel<T, G> {
     /// The `None` ends the run: entries inserted into the past since it
     /// began are handed out by the next run.
     ///
-    /// Entries are returned in bucket order; within a bucket in no particular
-    /// order. The caller may insert and remove entries between two calls; see
-    /// the module docs for entries inserted into the past meanwhile. The
-    /// kernel's `__run_timers()` loop: `collect_expired_timers()` followed by
-    /// `expire_timers()`.
+    /// Entries are returned in the order of "Expiry" in the module docs:
+    /// what was due before the run began, then bucket by bucket. The
+    /// caller may insert and remove entries between two calls; see the
+    /// module docs for entries inserted into the past meanwhile. The
+    /// kernel's `__run_timers()` loop: `collect_expired_timers()` followed
+    /// by `expire_timers()`.
     #[inline]
     pub fn poll(&mut self, now: u64) -> Option<T> {
         let now = now.min(MAX_TICK);
         if !self.in_run {
-            // A new run takes over everything that was already due.
+            // A new run takes over everything that was already due: the
+            // due list, then buckets that a forward took out (waiting on
+            // the run list).
             self.settle();
             self.in_run = true;
             if !self.lists.is_bucket_empty(DUE as usize) {
-                self.lists.move_bucket(DUE as usize, RUN);
+                if self.lists.is_bucket_empty(RUN) {
+                    self.lists.move_bucket(DUE as usize, RUN);
+                } else {
+                    self.lists.splice(DUE as usize, RUN, true, None);
+                }
             }
         }
         loop {
@@ -388,19 +432,34 @@ impl<T, G: Generation> Wheel<T, G> {
         self.lists.lookahead(RUN, &mut self.ahead)
     }
 
-    /// Moves one bucket due at or before `now` to the (empty) run list. Returns false
-    /// (after advancing the clock past `now`) if no bucket is due.
+    /// Moves the buckets of the next due tick (at or before `now`) to the
+    /// (empty) run list. Returns false (after advancing the clock past
+    /// `now`) if no bucket is due.
     fn collect(&mut self, now: u64) -> bool {
+        if self.take_due_tick(now, None) {
+            return true;
+        }
+        if now >= self.clk {
+            self.clk = now + 1;
+        }
+        false
+    }
+
+    /// If the earliest pending bucket time `t` is at or before `now`,
+    /// moves every bucket that fires at `t` to the end of the run list,
+    /// the finest level first, calling `f` on their entries; the clock
+    /// moves to `t + 1`, as the kernel's `base->clk++` after
+    /// `collect_expired_timers()`, so that an entry inserted at `t` or
+    /// before from now on is in the past (the due list). Returns whether
+    /// it moved anything.
+    fn take_due_tick<'f>(&mut self, now: u64, mut f: Option<&mut (dyn FnMut(&T) + 'f)>) -> bool {
         let t = self.next_bucket_expiry();
         if t > now {
-            if now >= self.clk {
-                self.clk = now + 1;
-            }
             return false;
         }
-        // Every tick before t is empty: jump there. Granularities nest, so
-        // the levels processed at tick t are a prefix of the levels.
-        self.clk = self.clk.max(t);
+        // Every tick before t is empty. Granularities nest, so the levels
+        // processed at tick t are a prefix of the levels.
+        let mut moved = false;
         for lvl in 0..LEVELS {
             if t & (level_granularity(lvl) - 1) != 0 {
                 break;
@@ -408,12 +467,19 @@ impl<T, G: Generation> Wheel<T, G> {
             let slot = (t >> level_shift(lvl)) as usize & (LVL_SIZE - 1);
             if self.pending[lvl] & (1 << slot) != 0 {
                 self.pending[lvl] &= !(1 << slot);
-                self.lists.move_bucket(lvl * LVL_SIZE + slot, RUN);
-                self.recalc = true;
-                return true;
+                let bucket = lvl * LVL_SIZE + slot;
+                if f.is_none() && self.lists.is_bucket_empty(RUN) {
+                    self.lists.move_bucket(bucket, RUN);
+                } else {
+                    self.lists.splice(bucket, RUN, false, f.as_deref_mut());
+                }
+                moved = true;
             }
         }
-        unreachable!("utimer: next expiry {t} has no bucket");
+        assert!(moved, "utimer: next expiry {t} has no bucket");
+        self.recalc = true;
+        self.clk = self.clk.max(t + 1);
+        true
     }
 
     /// Expires everything due at or before `now`, calling `f` on each value,

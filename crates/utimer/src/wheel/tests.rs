@@ -190,19 +190,30 @@ fn insert_during_poll_is_seen() {
 }
 
 #[test]
-fn forward_never_skips_pending() {
+fn forward_takes_due_buckets_out_and_never_goes_back() {
     let mut w = Wheel::new();
-    w.insert(50, ());
-    w.forward(100);
-    assert_eq!(w.clk(), 50, "up to the pending bucket, not past it");
+    w.insert(50, 'a');
+    w.insert(64, 'b');
+    w.insert(700, 'c'); // level 2: 704
+    w.insert(900, 'd'); // level 2: 960
+    w.forward(800);
+    assert_eq!(w.clk(), 801, "past the due buckets");
+    assert_eq!(w.len(), 4);
+    assert_eq!(w.next_expiry(), Some(800), "the taken-out entries are due");
     w.forward(40);
-    assert_eq!(w.clk(), 50, "never backwards");
-    assert_eq!(w.poll(100), Some(()));
+    assert_eq!(w.clk(), 801, "never backwards");
+    // The next run hands them out in bucket order, whatever its `now`.
+    assert_eq!(w.poll(100), Some('a'));
+    assert_eq!(w.poll(100), Some('b'));
+    assert_eq!(w.poll(100), Some('c'));
+    assert_eq!(w.poll(100), None);
+    assert_eq!(w.next_expiry(), Some(960));
+    assert_eq!(w.poll(960), Some('d'));
     w.forward(1000);
     assert_eq!(w.clk(), 1001);
     // A timer queued after forwarding is placed relative to the present:
     // 50 ticks from 1000 is exact (level 0), not on a 4096-tick level.
-    w.insert(1050, ());
+    w.insert(1050, 'e');
     assert_eq!(w.next_expiry(), Some(1050));
 }
 
