@@ -4,8 +4,26 @@
 # and static against libutimer.a) and run against a client: it echoes, and
 # closes the connection once it has been idle for its timeout. The C API's
 # own tests (ASan + UBSan) run under `cargo test` (crates/utimer-capi/tests).
+# First, include/utimer.h on its own, as strict C11 and as C++17, every
+# warning an error: it needs no feature macro and no language of its user
+# (installs Debian's g++ if there is no C++ compiler).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+cc=${CC:-cc}
+cxx=${CXX:-c++}
+if ! command -v "$cxx" >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends g++ >/dev/null
+fi
+for lang in "$cc -x c -std=c11" "$cxx -x c++ -std=c++17"; do
+  # Included twice: the include guard holds. $lang splits into its words.
+  # shellcheck disable=SC2086
+  printf '#include <utimer.h>\n#include <utimer.h>\n' |
+    $lang -Wall -Wextra -pedantic -Werror -fsyntax-only -I crates/utimer-capi/include -
+  echo "utimer.h alone: ok ($lang -Wall -Wextra -pedantic -Werror)"
+done
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 make -s install PREFIX="$prefix"

@@ -47,19 +47,19 @@ mod event_cell {
     use std::task::{Context, Poll, Waker};
 
     #[derive(Default)]
-    pub struct Cell {
+    pub(crate) struct Cell {
         set: AtomicBool,
         wakers: Mutex<Vec<Waker>>,
     }
 
     impl Cell {
-        pub fn set(&self) {
+        pub(crate) fn set(&self) {
             self.set.store(true, SeqCst);
             for w in self.wakers.lock().unwrap().drain(..) {
                 w.wake();
             }
         }
-        pub fn poll(&self, cx: &mut Context<'_>) -> Poll<()> {
+        pub(crate) fn poll(&self, cx: &mut Context<'_>) -> Poll<()> {
             if self.set.load(SeqCst) {
                 return Poll::Ready(());
             }

@@ -37,6 +37,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 /// The global allocator wrapper; install it with `#[global_allocator]`.
+#[derive(Debug)]
 pub struct Counting;
 
 // Const-initialized, without destructors: usable inside the allocator (no

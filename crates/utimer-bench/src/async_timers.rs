@@ -411,7 +411,7 @@ macro_rules! all {
     };
 }
 
-pub fn run(r: &mut Runner) {
+pub(crate) fn run(r: &mut Runner) {
     let n = r.pick(100_000, 1_000_000); // pending and expire
     let n_late = r.pick(30, 200);
     let pending_case = format!("pending_{}", human(n));

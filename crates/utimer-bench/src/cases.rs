@@ -391,7 +391,7 @@ fn alt_memory(r: &Runner, n: usize) -> [Record; 2] {
     }
 }
 
-pub fn run_all(r: &mut Runner) {
+pub(crate) fn run_all(r: &mut Runner) {
     let big = r.pick(1_000_000, 10_000_000);
     let expiry_n = r.pick(100_000, 1_000_000);
     let next_n = 1_000_000;

@@ -117,7 +117,7 @@ fn wheel_bound_us(distance: Duration) -> f64 {
     (utimer::wheel::level_granularity(lvl) + 1) as f64 * 1000.0
 }
 
-pub fn run(r: &mut Runner) {
+pub(crate) fn run(r: &mut Runner) {
     let timeouts: Vec<u64> = r.pick(vec![1, 10, 100], vec![1, 10, 100, 1000]);
     let samples = r.pick(40usize, 100);
     let cases: Vec<String> = timeouts.iter().map(|ms| format!("{ms}ms")).collect();

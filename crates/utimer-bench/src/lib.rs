@@ -177,6 +177,16 @@ pub enum Body<'a> {
     Skip(String),
 }
 
+impl std::fmt::Debug for Body<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Body::Batched(_) => f.debug_tuple("Batched").finish_non_exhaustive(),
+            Body::Fixed(_) => f.debug_tuple("Fixed").finish_non_exhaustive(),
+            Body::Skip(why) => f.debug_tuple("Skip").field(why).finish(),
+        }
+    }
+}
+
 type Setup<'a> = Box<dyn FnOnce() -> Body<'a> + 'a>;
 
 /// One implementation in a case. Its state is created lazily by `setup` so
@@ -185,6 +195,14 @@ type Setup<'a> = Box<dyn FnOnce() -> Body<'a> + 'a>;
 pub struct Contender<'a> {
     pub name: String,
     setup: Setup<'a>,
+}
+
+impl std::fmt::Debug for Contender<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Contender")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> Contender<'a> {
@@ -238,6 +256,7 @@ pub enum Schedule {
 
 /// Drives cases, prints each table as soon as its case is done and keeps
 /// every result for the JSON file.
+#[derive(Debug)]
 pub struct Runner {
     pub quick: bool,
     filter: Option<String>,
@@ -423,6 +442,7 @@ impl Runner {
 }
 
 /// The samples of one contender, or why it was not run.
+#[derive(Debug)]
 pub enum Outcome {
     Measured(Vec<Sample>),
     Skipped(String),

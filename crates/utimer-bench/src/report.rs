@@ -155,7 +155,7 @@ pub(crate) fn fmt_num(v: f64) -> String {
 }
 
 /// Prints the machine description and the run's parameters.
-pub fn print_machine(r: &Runner) {
+pub(crate) fn print_machine(r: &Runner) {
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(0);
@@ -181,7 +181,7 @@ pub fn print_machine(r: &Runner) {
 }
 
 /// Prints a group heading.
-pub fn print_group(group: &str, about: &str) {
+pub(crate) fn print_group(group: &str, about: &str) {
     progress::clear();
     println!("\n== {group} ==");
     for line in about.lines() {
@@ -190,14 +190,14 @@ pub fn print_group(group: &str, about: &str) {
 }
 
 /// Prints an explanation line.
-pub fn print_note(group: &str, text: &str) {
+pub(crate) fn print_note(group: &str, text: &str) {
     progress::clear();
     println!("   [{group}] note: {text}");
     progress::redraw(false);
 }
 
 /// Prints one case's table.
-pub fn print_case(case: &str, records: &[Record]) {
+pub(crate) fn print_case(case: &str, records: &[Record]) {
     progress::clear();
     write_case(case, records);
     progress::redraw(true);
@@ -255,7 +255,7 @@ fn write_case(case: &str, records: &[Record]) {
 }
 
 /// Writes all records as a pretty-printed JSON array.
-pub fn write_json(path: &Path, records: &[Record]) -> std::io::Result<()> {
+pub(crate) fn write_json(path: &Path, records: &[Record]) -> std::io::Result<()> {
     let file = std::fs::File::create(path)?;
     let mut w = std::io::BufWriter::new(file);
     serde_json::to_writer_pretty(&mut w, records).map_err(std::io::Error::other)?;

@@ -94,7 +94,7 @@ fn average(
     total as f64 / f64::from(calls)
 }
 
-pub fn run(r: &mut Runner) {
+pub(crate) fn run(r: &mut Runner) {
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = r;

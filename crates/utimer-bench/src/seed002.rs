@@ -272,7 +272,7 @@ fn records(r: &Runner, w: &Workload, before: &Counts, after: &Counts) -> Vec<Rec
     out
 }
 
-pub fn run(r: &mut Runner) {
+pub(crate) fn run(r: &mut Runner) {
     let quick = r.quick;
     let workloads = [
         Workload {

@@ -440,7 +440,7 @@ fn workload_2025(r: &mut Runner) {
     }
 }
 
-pub fn run(r: &mut Runner) {
+pub(crate) fn run(r: &mut Runner) {
     lookup_scaling(r);
     workload_2025(r);
     super::seed003_costs::run(r);

@@ -323,7 +323,7 @@ fn stall_tables(r: &mut Runner) {
     }
 }
 
-pub fn run(r: &mut Runner) {
+pub(crate) fn run(r: &mut Runner) {
     let cpus = thread::available_parallelism().map_or(1, |n| n.get());
     // Multi-worker runtimes: up to 8 threads on a small machine.
     let rt_workers = if cpus < 16 { 8 } else { 16 };

@@ -359,7 +359,7 @@ fn timerfd(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
     })
 }
 
-pub fn run_all(r: &mut Runner) {
+pub(crate) fn run_all(r: &mut Runner) {
     // Long enough (>= ~5 ms per thread) that thread wake-up skew at the
     // barrier is small against the overlap; the syscall peer gets a tenth.
     let ops: u64 = r.pick(200_000, 500_000);

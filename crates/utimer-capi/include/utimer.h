@@ -15,29 +15,37 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
+
+/* POSIX types the prototypes take by pointer: complete when the program
+   asks for POSIX (e.g. _POSIX_C_SOURCE 200809L or -std=gnu11), and
+   declared here so that the header also compiles on its own under a strict
+   -std=c11. */
+struct sigevent;
+struct itimerspec;
 
 /*
  `sigev_notify` value of a utimer extension: notify through a file
- descriptor (see [`utimer_timer_fd`]) that becomes readable on expiry and
+ descriptor (see `utimer_timer_fd()`) that becomes readable on expiry and
  reads as the 8-byte expiration count, like a timerfd.
  */
 #define UTIMER_SIGEV_FD 256
 
 /*
- `flags` of [`utimer_timer_settime`]: `value` is an absolute time of the
+ `flags` of `utimer_timer_settime()`: `value` is an absolute time of the
  timer's clock (POSIX `TIMER_ABSTIME`, the same value).
  */
 #define UTIMER_TIMER_ABSTIME 1
 
 /*
- `flags` of [`utimer_timer_setup`]: the timer stays on the worker that
+ `flags` of `utimer_timer_setup()`: the timer stays on the worker that
  armed it (the kernel's `TIMER_PINNED`).
  */
 #define UTIMER_PINNED 1
 
 /*
- `flags` of [`utimer_timer_setup`]: the timer never wakes an idle worker
+ `flags` of `utimer_timer_setup()`: the timer never wakes an idle worker
  (the kernel's `TIMER_DEFERRABLE`).
  */
 #define UTIMER_DEFERRABLE 2
@@ -82,7 +90,7 @@ extern "C" {
  `*timerid`: the kernel's `timer_create()`. `sevp`: `SIGEV_NONE`,
  `SIGEV_SIGNAL`, `SIGEV_THREAD` (the function runs on a utimer worker
  with `sigev_value`; `sigev_notify_attributes` is ignored: no thread is
- created), `SIGEV_THREAD_ID`, [`UTIMER_SIGEV_FD`], or NULL for
+ created), `SIGEV_THREAD_ID`, `UTIMER_SIGEV_FD`, or NULL for
  `SIGEV_SIGNAL` with `SIGALRM` and the timer's ID as `sival_int` (POSIX).
 
  Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, unknown clock or
@@ -157,10 +165,10 @@ int utimer_timer_delete(struct utimer_t *u,
                         int timerid);
 
 /*
- The file descriptor of a timer created with [`UTIMER_SIGEV_FD`]:
+ The file descriptor of a timer created with `UTIMER_SIGEV_FD`:
  readable once it expired, it reads as the number of expirations since
  the last read (a `uint64_t`, as a timerfd); non-blocking. Owned by the
- timer: closed by [`utimer_timer_delete`]. -1 with `errno = EINVAL` for a
+ timer: closed by `utimer_timer_delete()`. -1 with `errno = EINVAL` for a
  NULL `u`, an unknown ID, or a timer that notifies otherwise.
 
  # Safety
@@ -181,9 +189,8 @@ struct utimer_t *utimer_open(unsigned int workers);
 
 /*
  Opens a timer system with `workers` workers and no threads: the
- program's own threads become its workers with
- [`utimer_worker_register`](crate::utimer_worker_register) and run its
- timers from their event loops. 0: one worker per CPU.
+ program's own threads become its workers with `utimer_worker_register()`
+ and run its timers from their event loops. 0: one worker per CPU.
 
  Returns NULL with `errno` set on failure (`EINVAL`).
  */
@@ -193,7 +200,7 @@ struct utimer_t *utimer_open_unthreaded(unsigned int workers);
  Closes `u`: stops its worker threads (a callback already running
  finishes first), cancels every pending timer and deletes its POSIX
  timers. Wheel timers still allocated stay valid memory whose calls
- fail with `EINVAL` until [`utimer_timer_free`](crate::utimer_timer_free).
+ fail with `EINVAL` until `utimer_timer_free()`.
  NULL is ignored. Must not be called from one of `u`'s callbacks.
 
  # Safety
@@ -239,8 +246,8 @@ const char *utimer_version(void);
 /*
  Allocates a wheel timer of `u` that calls `fn(timer, arg)` on a worker
  when it fires: the kernel's `timer_setup()`. It is not armed. `flags`:
- 0, [`UTIMER_PINNED`], [`UTIMER_DEFERRABLE`] or both. Free it with
- [`utimer_timer_free`].
+ 0, `UTIMER_PINNED`, `UTIMER_DEFERRABLE` or both. Free it with
+ `utimer_timer_free()`.
 
  Returns NULL with `errno = EINVAL` for a NULL `u` or `fn`, or unknown
  flags.
@@ -255,9 +262,9 @@ struct utimer_timer_list *utimer_timer_setup(struct utimer_t *u,
                                              unsigned int flags);
 
 /*
- Arms or re-arms `t` to fire at tick `expires` (see [`utimer_jiffies`](crate::utimer_jiffies)): the
- kernel's `mod_timer()`. Re-arming within the same wheel bucket takes no
- lock. Returns 1 if it was pending, 0 if not, -1 with `errno = EINVAL`
+ Arms or re-arms `t` to fire at tick `expires` (see `utimer_jiffies()`):
+ the kernel's `mod_timer()`. Re-arming within the same wheel bucket takes
+ no lock. Returns 1 if it was pending, 0 if not, -1 with `errno = EINVAL`
  (NULL, or its system is closed).
 
  # Safety
@@ -342,14 +349,13 @@ void utimer_timer_free(struct utimer_timer_list *t);
 
 /*
  Makes the calling thread worker `index` of `u` (a system from
- [`utimer_open_unthreaded`](crate::utimer_open_unthreaded)): timers it
- creates and arms live on this worker's bases, and its loop runs them.
- `wake(arg)` is called, from any thread and never under a utimer lock,
- when the idle worker must wake early. The kernel's CPU coming online.
+ `utimer_open_unthreaded()`): timers it creates and arms live on this
+ worker's bases, and its loop runs them. `wake(arg)` is called, from any
+ thread and never under a utimer lock, when the idle worker must wake
+ early. The kernel's CPU coming online.
 
  Returns NULL with `errno = EINVAL` (NULL `u` or `wake`, `index` out of
- range, or `u` from [`utimer_open`](crate::utimer_open), whose workers
- are its own threads).
+ range, or `u` from `utimer_open()`, whose workers are its own threads).
 
  # Safety
  `u` is NULL or live and outlives the worker; `wake` may be called with
@@ -372,8 +378,8 @@ int utimer_worker_run(struct utimer_worker_t *w);
 
 /*
  "I am going idle": returns how many nanoseconds the loop may sleep (0:
- run [`utimer_worker_run`] now instead), or -1 for "until woken" (no
- timer needs this worker). From now until [`utimer_worker_idle_exit`],
+ run `utimer_worker_run()` now instead), or -1 for "until woken" (no
+ timer needs this worker). From now until `utimer_worker_idle_exit()`,
  an earlier timer wakes the loop through its `wake` function. Deadlines
  are precise to the nanosecond (hrtimers); set the thread's timer slack
  low (`prctl(PR_SET_TIMERSLACK, 1)`) if the sleep is an `epoll` or futex

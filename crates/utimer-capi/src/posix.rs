@@ -12,11 +12,11 @@ use std::sync::Arc;
 use utimer::{ClockId, ItimerSpec, Notify, TimerId};
 
 /// `sigev_notify` value of a utimer extension: notify through a file
-/// descriptor (see [`utimer_timer_fd`]) that becomes readable on expiry and
+/// descriptor (see `utimer_timer_fd()`) that becomes readable on expiry and
 /// reads as the 8-byte expiration count, like a timerfd.
 pub const UTIMER_SIGEV_FD: c_int = 0x100;
 
-/// `flags` of [`utimer_timer_settime`]: `value` is an absolute time of the
+/// `flags` of `utimer_timer_settime()`: `value` is an absolute time of the
 /// timer's clock (POSIX `TIMER_ABSTIME`, the same value).
 pub const UTIMER_TIMER_ABSTIME: c_int = 1;
 
@@ -92,7 +92,7 @@ fn clock_of(clock: libc::clockid_t) -> Result<ClockId, Errno> {
 /// `*timerid`: the kernel's `timer_create()`. `sevp`: `SIGEV_NONE`,
 /// `SIGEV_SIGNAL`, `SIGEV_THREAD` (the function runs on a utimer worker
 /// with `sigev_value`; `sigev_notify_attributes` is ignored: no thread is
-/// created), `SIGEV_THREAD_ID`, [`UTIMER_SIGEV_FD`], or NULL for
+/// created), `SIGEV_THREAD_ID`, `UTIMER_SIGEV_FD`, or NULL for
 /// `SIGEV_SIGNAL` with `SIGALRM` and the timer's ID as `sival_int` (POSIX).
 ///
 /// Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, unknown clock or
@@ -246,10 +246,10 @@ pub unsafe extern "C" fn utimer_timer_delete(u: *mut utimer_t, timerid: c_int) -
     })
 }
 
-/// The file descriptor of a timer created with [`UTIMER_SIGEV_FD`]:
+/// The file descriptor of a timer created with `UTIMER_SIGEV_FD`:
 /// readable once it expired, it reads as the number of expirations since
 /// the last read (a `uint64_t`, as a timerfd); non-blocking. Owned by the
-/// timer: closed by [`utimer_timer_delete`]. -1 with `errno = EINVAL` for a
+/// timer: closed by `utimer_timer_delete()`. -1 with `errno = EINVAL` for a
 /// NULL `u`, an unknown ID, or a timer that notifies otherwise.
 ///
 /// # Safety

@@ -8,6 +8,7 @@ use utimer::{Runtime, TimerSystem};
 
 /// A timer system: its workers, bases, wheel timers and POSIX timers (the
 /// kernel's per-process timer state and per-CPU bases). Opaque to C.
+#[derive(Debug)]
 pub struct utimer_t {
     pub(crate) sys: Arc<TimerSystem>,
     /// The worker threads, for a system from [`utimer_open`]; `None` for
@@ -60,9 +61,8 @@ pub extern "C" fn utimer_open(workers: c_uint) -> *mut utimer_t {
 }
 
 /// Opens a timer system with `workers` workers and no threads: the
-/// program's own threads become its workers with
-/// [`utimer_worker_register`](crate::utimer_worker_register) and run its
-/// timers from their event loops. 0: one worker per CPU.
+/// program's own threads become its workers with `utimer_worker_register()`
+/// and run its timers from their event loops. 0: one worker per CPU.
 ///
 /// Returns NULL with `errno` set on failure (`EINVAL`).
 #[no_mangle]
@@ -73,7 +73,7 @@ pub extern "C" fn utimer_open_unthreaded(workers: c_uint) -> *mut utimer_t {
 /// Closes `u`: stops its worker threads (a callback already running
 /// finishes first), cancels every pending timer and deletes its POSIX
 /// timers. Wheel timers still allocated stay valid memory whose calls
-/// fail with `EINVAL` until [`utimer_timer_free`](crate::utimer_timer_free).
+/// fail with `EINVAL` until `utimer_timer_free()`.
 /// NULL is ignored. Must not be called from one of `u`'s callbacks.
 ///
 /// # Safety

@@ -11,14 +11,15 @@ use std::mem::MaybeUninit;
 use std::os::raw::{c_int, c_uint, c_void};
 use utimer::{Timer, TimerError, TimerFlags};
 
-/// `flags` of [`utimer_timer_setup`]: the timer stays on the worker that
+/// `flags` of `utimer_timer_setup()`: the timer stays on the worker that
 /// armed it (the kernel's `TIMER_PINNED`).
 pub const UTIMER_PINNED: c_uint = 1;
-/// `flags` of [`utimer_timer_setup`]: the timer never wakes an idle worker
+/// `flags` of `utimer_timer_setup()`: the timer never wakes an idle worker
 /// (the kernel's `TIMER_DEFERRABLE`).
 pub const UTIMER_DEFERRABLE: c_uint = 2;
 
 /// A wheel timer (the kernel's `struct timer_list`). Opaque to C.
+#[derive(Debug)]
 pub struct utimer_timer_list {
     timer: Timer,
 }
@@ -42,8 +43,8 @@ fn flags_of(flags: c_uint) -> Result<TimerFlags, Errno> {
 
 /// Allocates a wheel timer of `u` that calls `fn(timer, arg)` on a worker
 /// when it fires: the kernel's `timer_setup()`. It is not armed. `flags`:
-/// 0, [`UTIMER_PINNED`], [`UTIMER_DEFERRABLE`] or both. Free it with
-/// [`utimer_timer_free`].
+/// 0, `UTIMER_PINNED`, `UTIMER_DEFERRABLE` or both. Free it with
+/// `utimer_timer_free()`.
 ///
 /// Returns NULL with `errno = EINVAL` for a NULL `u` or `fn`, or unknown
 /// flags.
@@ -95,9 +96,9 @@ fn with_timer(
     })
 }
 
-/// Arms or re-arms `t` to fire at tick `expires` (see [`utimer_jiffies`](crate::utimer_jiffies)): the
-/// kernel's `mod_timer()`. Re-arming within the same wheel bucket takes no
-/// lock. Returns 1 if it was pending, 0 if not, -1 with `errno = EINVAL`
+/// Arms or re-arms `t` to fire at tick `expires` (see `utimer_jiffies()`):
+/// the kernel's `mod_timer()`. Re-arming within the same wheel bucket takes
+/// no lock. Returns 1 if it was pending, 0 if not, -1 with `errno = EINVAL`
 /// (NULL, or its system is closed).
 ///
 /// # Safety

@@ -23,6 +23,7 @@ use utimer::Worker;
 
 /// A thread registered as a worker. Opaque to C; used only on the thread
 /// that registered it.
+#[derive(Debug)]
 pub struct utimer_worker_t {
     worker: Worker,
     thread: ThreadId,
@@ -47,14 +48,13 @@ unsafe fn mine<'a>(w: *const utimer_worker_t) -> Result<&'a utimer_worker_t, Err
 }
 
 /// Makes the calling thread worker `index` of `u` (a system from
-/// [`utimer_open_unthreaded`](crate::utimer_open_unthreaded)): timers it
-/// creates and arms live on this worker's bases, and its loop runs them.
-/// `wake(arg)` is called, from any thread and never under a utimer lock,
-/// when the idle worker must wake early. The kernel's CPU coming online.
+/// `utimer_open_unthreaded()`): timers it creates and arms live on this
+/// worker's bases, and its loop runs them. `wake(arg)` is called, from any
+/// thread and never under a utimer lock, when the idle worker must wake
+/// early. The kernel's CPU coming online.
 ///
 /// Returns NULL with `errno = EINVAL` (NULL `u` or `wake`, `index` out of
-/// range, or `u` from [`utimer_open`](crate::utimer_open), whose workers
-/// are its own threads).
+/// range, or `u` from `utimer_open()`, whose workers are its own threads).
 ///
 /// # Safety
 /// `u` is NULL or live and outlives the worker; `wake` may be called with
@@ -105,8 +105,8 @@ pub unsafe extern "C" fn utimer_worker_run(w: *mut utimer_worker_t) -> c_int {
 }
 
 /// "I am going idle": returns how many nanoseconds the loop may sleep (0:
-/// run [`utimer_worker_run`] now instead), or -1 for "until woken" (no
-/// timer needs this worker). From now until [`utimer_worker_idle_exit`],
+/// run `utimer_worker_run()` now instead), or -1 for "until woken" (no
+/// timer needs this worker). From now until `utimer_worker_idle_exit()`,
 /// an earlier timer wakes the loop through its `wake` function. Deadlines
 /// are precise to the nanosecond (hrtimers); set the thread's timer slack
 /// low (`prctl(PR_SET_TIMERSLACK, 1)`) if the sleep is an `epoll` or futex

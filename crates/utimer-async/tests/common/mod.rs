@@ -10,17 +10,17 @@ use utimer_async::{
     interval_at, sleep, sleep_until, timeout, timeout_at, Elapsed, MissedTickBehavior,
 };
 
-pub const MS: Duration = Duration::from_millis(1);
+pub(crate) const MS: Duration = Duration::from_millis(1);
 
 /// Far beyond any lateness a loaded machine shows, far below "never".
-pub const LATE_BOUND: Duration = Duration::from_secs(3);
+pub(crate) const LATE_BOUND: Duration = Duration::from_secs(3);
 
 /// Polls `f` once with the task's own waker.
-pub async fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
+pub(crate) async fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
     poll_fn(|cx| Poll::Ready(Pin::new(&mut *f).poll(cx))).await
 }
 
-pub async fn sleep_never_early() {
+pub(crate) async fn sleep_never_early() {
     for d in [0, 1, 2, 5, 10].map(|ms| ms * MS) {
         let start = Instant::now();
         let s = sleep(d);
@@ -39,7 +39,7 @@ pub async fn sleep_never_early() {
     sleep_until(Instant::now() - MS).await;
 }
 
-pub async fn timeout_fires_and_passes_through() {
+pub(crate) async fn timeout_fires_and_passes_through() {
     let start = Instant::now();
     let r = timeout(5 * MS, pending::<()>()).await;
     let e: Elapsed = r.unwrap_err();
@@ -66,7 +66,7 @@ pub async fn timeout_fires_and_passes_through() {
     assert!(start.elapsed() < LATE_BOUND);
 }
 
-pub async fn reset_moves_the_deadline() {
+pub(crate) async fn reset_moves_the_deadline() {
     // Later, after the timer was armed by a poll.
     let start = Instant::now();
     let mut s = Box::pin(sleep(2 * MS));
@@ -108,7 +108,7 @@ pub async fn reset_moves_the_deadline() {
     assert!(start.elapsed() >= MS);
 }
 
-pub async fn interval_ticks_at_multiples() {
+pub(crate) async fn interval_ticks_at_multiples() {
     let period = 2 * MS;
     let start = Instant::now() + MS;
     let mut iv = interval_at(start, period);
@@ -133,7 +133,7 @@ fn stall_until(until: Instant) {
 }
 
 /// Ticks after a stall of 3.5 periods, for each behaviour.
-pub async fn missed_ticks(behavior: MissedTickBehavior) {
+pub(crate) async fn missed_ticks(behavior: MissedTickBehavior) {
     let period = 10 * MS;
     let start = Instant::now();
     let mut iv = interval_at(start, period);
@@ -191,14 +191,14 @@ pub async fn missed_ticks(behavior: MissedTickBehavior) {
 }
 
 /// The three behaviours.
-pub async fn missed_tick_behaviours() {
+pub(crate) async fn missed_tick_behaviours() {
     missed_ticks(MissedTickBehavior::Burst).await;
     missed_ticks(MissedTickBehavior::Delay).await;
     missed_ticks(MissedTickBehavior::Skip).await;
 }
 
 /// One sleep of a crowd: `i` picks its length, 1–20 ms.
-pub async fn one_of_many(i: usize) {
+pub(crate) async fn one_of_many(i: usize) {
     let d = Duration::from_micros(1_000 + (i as u64 * 7_919) % 19_000);
     let start = Instant::now();
     sleep(d).await;
@@ -206,7 +206,7 @@ pub async fn one_of_many(i: usize) {
 }
 
 /// Dropping armed futures returns at once.
-pub async fn drop_is_prompt() {
+pub(crate) async fn drop_is_prompt() {
     let mut s = Box::pin(sleep(Duration::from_secs(60)));
     assert!(poll_once(&mut s).await.is_pending());
     let mut t = timeout(Duration::from_secs(60), pending::<()>());

@@ -18,6 +18,7 @@ use tokio_util::time::delay_queue::{DelayQueue, Key};
 
 use super::tokio_sleep::current_thread_runtime;
 
+#[derive(Debug)]
 pub struct DelayQueuePeer {
     rt: Runtime,
     handle: Handle,

@@ -154,6 +154,7 @@ impl Drop for PosixTimer {
 /// POSIX timers as a benchmark peer. Ticks are 1 ms; deadlines are turned
 /// into relative timeouts against a fixed virtual `now`, so no clock is
 /// read in user space. `SIGNAL` picks [`Notify::Signal`].
+#[derive(Debug)]
 pub struct PosixPeer<const SIGNAL: bool> {
     now: u64,
 }

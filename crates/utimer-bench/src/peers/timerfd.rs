@@ -117,6 +117,7 @@ pub fn sleep_until(deadline: std::time::Instant) -> bool {
 }
 
 /// timerfd as a benchmark peer (virtual `now`, relative timeouts).
+#[derive(Debug)]
 pub struct TimerFdPeer {
     now: u64,
 }

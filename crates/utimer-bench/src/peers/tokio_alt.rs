@@ -214,6 +214,7 @@ fn build() -> Result<PathBuf, String> {
 }
 
 /// A running helper process set up for one case.
+#[derive(Debug)]
 pub struct Helper {
     child: Child,
     input: Option<ChildStdin>,

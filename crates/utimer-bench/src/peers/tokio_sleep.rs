@@ -28,6 +28,7 @@ use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::time::{sleep_until, Instant, Sleep};
 
 /// A current-thread tokio runtime with only the time driver.
+#[derive(Debug)]
 pub struct TokioSleepPeer {
     rt: Runtime,
     handle: Handle,

@@ -23,6 +23,7 @@ use utimer::{Clock, Timer, TimerFlags, TimerSystem};
 /// calling thread registers as the worker (`register_worker`) instead of
 /// entering it, so it owns the bases and its locks take the biased path
 /// (no atomic read-modify-write).
+#[derive(Debug)]
 pub struct UtimerPeerT<const PINNED: bool, const OWNER: bool = false> {
     pub sys: Arc<TimerSystem>,
     pub clock: Clock,

@@ -16,6 +16,7 @@ pub trait VirtualQueue {
 }
 
 /// A [`VirtualQueue`] as a benchmark peer, with a virtual clock.
+#[derive(Debug)]
 pub struct VirtualPeer<Q> {
     pub q: Q,
     now: u64,

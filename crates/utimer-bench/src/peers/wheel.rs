@@ -7,6 +7,7 @@ use utimer::wheel::{Key, Wheel};
 
 use super::START_TICK;
 
+#[derive(Debug)]
 pub struct WheelPeer {
     pub w: Wheel<u64>,
 }

@@ -335,6 +335,8 @@ pub(crate) fn take_due(
         // and the lock is held. The state store is our last access.
         let node = unsafe { p.as_ref() };
         super::trace::hrtimer_expire_entry(p.as_ptr().addr(), worker, now);
+        // SAFETY: the node is still queued (FIRED is stored below) and the
+        // base lock is held: take_waker's contract.
         out[n] = unsafe { node.take_waker() };
         node.state.store(FIRED, Release);
         super::trace::hrtimer_expire_exit(p.as_ptr().addr(), worker);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use utimer::{Clock, Timer, TimerSystem};
 
 /// A system of `workers` workers on a manual clock at tick 0.
-pub fn manual(workers: usize) -> (Arc<TimerSystem>, Clock) {
+pub(crate) fn manual(workers: usize) -> (Arc<TimerSystem>, Clock) {
     let clock = Clock::manual();
     let sys = TimerSystem::builder()
         .workers(workers)
@@ -19,11 +19,11 @@ pub fn manual(workers: usize) -> (Arc<TimerSystem>, Clock) {
 
 /// Nanoseconds per tick of [`manual_hr`]'s systems: an hrtimer at
 /// `n × HR_TICK` ns is tick `n`.
-pub const HR_TICK: u64 = 100_000;
+pub(crate) const HR_TICK: u64 = 100_000;
 
 /// [`manual`] with 100 µs ticks ([`HR_TICK`]), for tests that mix hrtimers
 /// and wheel timers.
-pub fn manual_hr(workers: usize) -> (Arc<TimerSystem>, Clock) {
+pub(crate) fn manual_hr(workers: usize) -> (Arc<TimerSystem>, Clock) {
     let clock = Clock::manual();
     let sys = TimerSystem::builder()
         .workers(workers)
@@ -34,7 +34,7 @@ pub fn manual_hr(workers: usize) -> (Arc<TimerSystem>, Clock) {
 }
 
 /// A callback that counts its calls, and the count.
-pub fn counter() -> (Arc<AtomicU64>, impl Fn(&Timer) + Send + Sync + 'static) {
+pub(crate) fn counter() -> (Arc<AtomicU64>, impl Fn(&Timer) + Send + Sync + 'static) {
     let n = Arc::new(AtomicU64::new(0));
     let m = n.clone();
     (n, move |_: &Timer| {
@@ -43,7 +43,7 @@ pub fn counter() -> (Arc<AtomicU64>, impl Fn(&Timer) + Send + Sync + 'static) {
 }
 
 /// Spins (yielding) until `flag` is set.
-pub fn wait_for(flag: &AtomicBool) {
+pub(crate) fn wait_for(flag: &AtomicBool) {
     while !flag.load(Ordering::SeqCst) {
         std::thread::yield_now();
     }
@@ -51,7 +51,7 @@ pub fn wait_for(flag: &AtomicBool) {
 
 /// Sets the clock to each tick from the current one to `to` and runs every
 /// worker's expiry at it, as a ticking system would.
-pub fn tick_to(sys: &TimerSystem, clock: &Clock, to: u64) {
+pub(crate) fn tick_to(sys: &TimerSystem, clock: &Clock, to: u64) {
     let mut now = clock.advance(0);
     while now < to {
         now += 1;

@@ -52,12 +52,14 @@ unsafe fn key(n: *mut SleeperNode) -> u64 {
 /// earlier's first child. Returns the new root.
 #[inline]
 unsafe fn meld(a: *mut SleeperNode, b: *mut SleeperNode) -> *mut SleeperNode {
-    // SAFETY (whole body): both are live roots of trees the caller owns.
+    // SAFETY: both are live roots of trees the caller owns.
     let (top, sub) = if unsafe { key(b) < key(a) } {
         (b, a)
     } else {
         (a, b)
     };
+    // SAFETY: as above; the caller holds the lock, so the links of both
+    // trees' nodes are ours to change.
     unsafe {
         let first = links(top).child;
         let l = links(sub);
@@ -76,7 +78,7 @@ unsafe fn merge_pairs(mut cur: *mut SleeperNode) -> *mut SleeperNode {
     // First pass: meld pairs left to right, stacking the results through
     // `next` (each result is a root, so its `next` is free).
     let mut stack: *mut SleeperNode = ptr::null_mut();
-    // SAFETY (whole body): every node reached is a live child of the node
+    // SAFETY: every node reached is a live child of the node
     // being removed, and the caller holds the lock.
     unsafe {
         while !cur.is_null() {
@@ -170,6 +172,8 @@ impl Pairing {
         if r.is_null() || unsafe { key(r) } > now {
             return None;
         }
+        // SAFETY: the root is live and its children are in this heap; the
+        // lock is held.
         unsafe {
             let child = links(r).child;
             links(r).child = ptr::null_mut();
@@ -234,16 +238,20 @@ mod tests {
             match op % 3 {
                 0 if !model.contains_key(&i) => {
                     nodes[i].expires.store(key, Relaxed);
+                    // SAFETY: single-threaded (the heap is ours); node `i`
+                    // is boxed, outlives the heap's use and is in no heap.
                     unsafe { heap.insert(ptr_of(i)) };
                     model.insert(i, key);
                 }
                 1 if model.contains_key(&i) => {
+                    // SAFETY: node `i` is in the heap (the model says so).
                     unsafe { heap.remove(ptr_of(i)) };
                     model.remove(&i);
                 }
                 _ => {
                     let now = key;
                     let min = model.values().copied().min();
+                    // SAFETY: single-threaded: the heap is ours.
                     let got = unsafe { heap.pop_due(now) };
                     match min {
                         Some(m) if m <= now => {
@@ -265,6 +273,7 @@ mod tests {
             assert_eq!(heap.len(), model.len());
             assert_eq!(heap.first(), model.values().copied().min());
         }
+        // SAFETY: single-threaded: the heap is ours.
         while unsafe { heap.pop_due(u64::MAX) }.is_some() {}
         assert_eq!(heap.len(), 0);
     }
