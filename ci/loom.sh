@@ -15,7 +15,7 @@
 # src/sync/biased/tests.rs models the biased base lock (the owner's fast
 # path against a remote's revocation, and the re-bias), with membarrier
 # and the owner's compiler fence as SeqCst fences.
-# src/base/summary/tests.rs models next_expiry's per-worker summary (a
+# src/sync/summary/tests.rs models next_expiry's per-worker summary (a
 # reader's claim, locked reads and publish against sources changing on
 # other threads).
 # src/posix/table/tests.rs models the POSIX ID table's lock-free lookup

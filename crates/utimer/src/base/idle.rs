@@ -1,13 +1,13 @@
 //! A base's next expiry and idle threshold: the lock-free `next` mirror
 //! that arms and cancels make unknown and whoever computes the next
 //! expiry under the lock publishes, the worker's next-event summary it
-//! feeds (`summary.rs`), and the `idle_until` threshold through which an
+//! feeds (`sync/summary.rs`), and the `idle_until` threshold through which an
 //! arm on an idle worker's base wakes it (the kernel's
 //! `base->next_expiry`, `timer_base_try_to_set_idle()` and
 //! `tmigr_cpu_activate()` side of `timer.c`).
 
-use super::summary::NextSummary;
 use super::{Base, BaseGuard, NEXT_NONE, NEXT_UNKNOWN};
+use crate::sync::summary::NextSummary;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 impl Base {
@@ -25,13 +25,13 @@ impl Base {
     }
 
     /// This base's next expiry computed under its lock (and published in
-    /// the mirror): what the summary's slow path reads (`summary.rs`).
+    /// the mirror): what the summary's slow path reads (`sync/summary.rs`).
     #[cold]
     pub(crate) fn next_expiry_locked(&self) -> Option<u64> {
         self.lock().publish_next()
     }
 
-    /// The worker's next-event summary (`summary.rs`).
+    /// The worker's next-event summary (`sync/summary.rs`).
     #[inline(always)]
     pub(super) fn summary(&self) -> &NextSummary {
         // SAFETY: set at construction to a summary of the table's

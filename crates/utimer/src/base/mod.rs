@@ -96,17 +96,16 @@ mod expire;
 mod hotplug;
 mod idle;
 mod stats;
-mod summary;
 mod table;
 #[cfg(all(test, not(loom)))]
 pub(crate) mod testing;
 mod trace;
 
+pub(crate) use crate::sync::summary::{NextSummary, Summaries};
 pub(crate) use expire::{in_callback, run_expired, running_here};
 pub(crate) use hotplug::Hotplug;
 pub use stats::BaseStats;
 pub(crate) use stats::Counters;
-pub(crate) use summary::{NextSummary, Summaries};
 pub(crate) use table::{Bases, BasesConfig, Binding, Hooks, PanicHook};
 
 use crate::entry::{Locked, RawTimer, TimerRef, Word, MIGRATING};
@@ -223,7 +222,7 @@ pub(crate) struct Base {
     /// or unknown whenever the lock is free and no expiry run is under way
     /// (during one: exact or a lower bound). Read without the lock by
     /// [`Base::next_expiry`]. Leaving a known value also invalidates the
-    /// worker's summary (`summary.rs`). The code that reads and writes it
+    /// worker's summary (`sync/summary.rs`). The code that reads and writes it
     /// is in `idle.rs`.
     next: AtomicU64,
     /// The table this base lives in.

@@ -64,7 +64,7 @@ pub(crate) struct Bases {
     hooks: Arc<dyn Hooks>,
     panic_hook: Option<PanicHook>,
     pub(crate) hotplug: super::Hotplug,
-    /// Every worker's next-event summary (`summary.rs`), shared with the
+    /// Every worker's next-event summary (`sync/summary.rs`), shared with the
     /// hrtimer bases.
     pub(crate) summaries: Arc<Summaries>,
     /// This table's identity for thread bindings: never reused (an address

@@ -23,7 +23,7 @@
 //!   just before, which a lock could not rule out either: the start wakes
 //!   the worker if it must (`idle_until`). A change of `first_hard` also
 //!   invalidates the worker's next-event summary, under the same lock
-//!   (`base/summary.rs`).
+//!   (`sync/summary.rs`).
 //! * `route` is written by hot-plug only (serialized by the system's
 //!   hot-plug mutex), read by starts that find the base offline.
 //!
@@ -38,7 +38,7 @@ use super::entry::{HrEntry, MIGRATING, NOT_QUEUED, SHUTDOWN};
 use super::queue::{Handle, Queue};
 use super::sleeper::Pairing;
 use super::HrTable;
-use crate::base::NextSummary;
+use crate::sync::summary::NextSummary;
 use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, Mutex, MutexGuard};
 use crate::time::ClockId;
 use crate::TimerError;
@@ -225,7 +225,7 @@ impl HrBase {
     }
 
     /// The first hard expiry, read under the lock (what the worker's
-    /// summary is computed from, `base/summary.rs`).
+    /// summary is computed from, `sync/summary.rs`).
     pub(crate) fn next_expiry_locked(&self) -> Option<u64> {
         let hard = self.lock().first().1;
         (hard != u64::MAX).then_some(hard)

@@ -107,7 +107,7 @@ pub(crate) use expire::in_callback;
 pub(crate) use timer::HrEnv;
 pub use timer::HrTimer;
 
-use crate::base::Summaries;
+use crate::sync::summary::Summaries;
 use crate::time::{ClockId, TickSource};
 use base::{HrBase, DEAD, OFFLINE, ONLINE};
 use std::any::Any;
@@ -148,7 +148,7 @@ pub struct HrBaseInfo {
 pub(crate) struct HrTable {
     bases: Box<[HrBase]>,
     /// The workers' next-event summaries, which the bases invalidate
-    /// (`base/summary.rs`); kept here so that they outlive the bases.
+    /// (`sync/summary.rs`); kept here so that they outlive the bases.
     _summaries: Arc<Summaries>,
 }
 
@@ -183,7 +183,7 @@ impl HrTable {
     /// `worker`'s first hard expiry over its clocks, as a
     /// `CLOCK_MONOTONIC` time in ns (see the module docs), each base read
     /// under its lock (one at a time), for the worker's summary
-    /// (`base/summary.rs`); and
+    /// (`sync/summary.rs`); and
     /// whether the answer may be cached: not while a `BOOTTIME` or
     /// `REALTIME` timer is queued on a real clock (its conversion depends
     /// on the clocks' current offset).

@@ -309,7 +309,7 @@ impl Nohz {
 
     /// `worker`'s earliest event as a tick (an hrtimer's rounded up),
     /// without going idle: one load of its summary while no source changed
-    /// since the last answer (`base/summary.rs`).
+    /// since the last answer (`sync/summary.rs`).
     #[inline]
     pub(crate) fn next_tick(&self, bases: &Bases, worker: usize) -> Option<u64> {
         match bases.summaries.of(worker).read() {

@@ -2,7 +2,7 @@
 //! up without a lock (`table.rs`), checks the owner, and works under the
 //! timer's own lock (`timer.rs`).
 
-use super::registry::TABLE;
+use super::registry::{Registry, TABLE};
 use super::timer::{Inner, PosixTimer};
 use super::{ItimerSpec, Notify, TimerId};
 use crate::time::ClockId;
@@ -16,7 +16,7 @@ impl TimerSystem {
         id: TimerId,
         f: impl FnOnce(&Inner) -> Result<R, TimerError>,
     ) -> Result<R, TimerError> {
-        let owner = self.posix().owner;
+        let owner = Registry::of(self).owner;
         TABLE
             .with(id.0, |t: &PosixTimer| {
                 if t.owner == owner {
@@ -56,7 +56,7 @@ impl TimerSystem {
         notify: impl FnOnce(TimerId) -> Notify,
     ) -> Result<TimerId, TimerError> {
         let worker = self.core().bases.route(self.core().bases.current_worker());
-        let owner = self.posix().owner;
+        let owner = Registry::of(self).owner;
         let mut made = Ok(());
         let id = TABLE
             .insert(|id| {
@@ -84,7 +84,7 @@ impl TimerSystem {
             TABLE.remove_if(id, |t| t.owner == 0);
             return Err(e);
         }
-        self.posix()
+        Registry::of(self)
             .ids
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -136,9 +136,9 @@ impl TimerSystem {
     /// [`TimerError::NoSuchTimer`], also for a second delete.
     pub fn timer_delete(&self, id: TimerId) -> Result<(), TimerError> {
         self.with_posix(id, |t| t.delete())?;
-        let owner = self.posix().owner;
+        let owner = Registry::of(self).owner;
         TABLE.remove_if(id.0, |t| t.owner == owner);
-        self.posix()
+        Registry::of(self)
             .ids
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -178,7 +178,7 @@ impl TimerSystem {
             }
         }
         let unlock = || IDR_LOCK.store(false, Ordering::Release);
-        let owner = self.posix().owner;
+        let owner = Registry::of(self).owner;
         let mut unlock = Some(unlock);
         let r = TABLE
             .with(id.0, |t: &PosixTimer| {

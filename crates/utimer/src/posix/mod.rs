@@ -61,8 +61,6 @@ mod timer;
 
 #[cfg(not(loom))]
 pub use notify::{Notify, NotifyFn};
-#[cfg(not(loom))]
-pub(crate) use registry::Registry;
 
 use crate::TimerError;
 use std::time::Duration;

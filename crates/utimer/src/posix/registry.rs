@@ -4,6 +4,7 @@
 
 use super::table::IdTable;
 use super::timer::PosixTimer;
+use crate::TimerSystem;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{LazyLock, Mutex};
@@ -22,11 +23,21 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    pub(crate) fn new() -> Registry {
+    fn new() -> Registry {
         Registry {
             owner: SERIAL.fetch_add(1, Relaxed),
             ids: Mutex::new(BTreeSet::new()),
         }
+    }
+
+    /// The registry of `sys`, made on its first POSIX call and kept in the
+    /// slot that `system/` keeps for this layer (it drops with the system,
+    /// after the bases have shut down).
+    pub(crate) fn of(sys: &TimerSystem) -> &Registry {
+        sys.above()
+            .get_or_init(|| Box::new(Registry::new()))
+            .downcast_ref()
+            .expect("utimer: the system's slot holds the POSIX registry")
     }
 }
 

@@ -195,7 +195,7 @@ impl Builder {
             env: Arc::new(core.clone()),
             core,
             #[cfg(not(loom))]
-            posix: crate::posix::Registry::new(),
+            above: std::sync::OnceLock::new(),
         })
     }
 }

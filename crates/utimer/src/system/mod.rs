@@ -53,9 +53,13 @@ pub struct TimerSystem {
     core: Core,
     /// The same, shared with hrtimer handles (`hr.rs`).
     env: Arc<Core>,
-    /// The POSIX timers this system owns (deleted when it goes).
+    /// What the one layer above that keeps state per system keeps here:
+    /// the POSIX layer's registry of this system's timers
+    /// (`posix/registry.rs`), made on its first use. This layer only holds
+    /// it, and drops it with the system, after the bases have shut down;
+    /// it imports nothing from above.
     #[cfg(not(loom))]
-    posix: crate::posix::Registry,
+    above: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 /// Binds the current thread to a worker until dropped
@@ -463,10 +467,11 @@ impl TimerSystem {
         self.env.clone()
     }
 
-    /// This system's POSIX timers.
+    /// The slot of the layer above that keeps state per system (see the
+    /// field `above`).
     #[cfg(not(loom))]
-    pub(crate) fn posix(&self) -> &crate::posix::Registry {
-        &self.posix
+    pub(crate) fn above(&self) -> &std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>> {
+        &self.above
     }
 
     /// The crate's own view, for the simulator.

@@ -1,6 +1,9 @@
 //! The per-worker next-event summary: "when must this worker wake?" in one
 //! load.
 //!
+//! It lives here, below both kinds of timer, because the wheel bases and
+//! the hrtimer bases both feed it and it needs nothing but atomics.
+//!
 //! `TimerSystem::next_expiry` answers over five sources: the worker's local
 //! and global wheel bases and its three hrtimer bases, each with its own
 //! lock and its own lock-free mirror, and the hrtimers' nanoseconds
