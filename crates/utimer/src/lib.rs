@@ -1,47 +1,117 @@
 //! utimer: kernel-grade timers for user space.
 //!
-//! The Linux kernel's timer subsystem, rebuilt as a library. Its modules
-//! stand in layers, each importing only the ones below it:
+//! The Linux kernel's timer subsystem rebuilt as a library: a worker thread
+//! plays the part of a kernel CPU, each worker has its own timer bases with
+//! their own locks, and any thread may arm, re-arm and cancel any timer.
+//! Linux only.
 //!
-//! | layer | modules | what |
-//! |---|---|---|
-//! | 0 | `sync/`, [`time`], `error` | the loom shim, spinlock, futex and parker; clocks and [`Expiry`]; errors |
-//! | 1 | [`wheel`] | the non-cascading timer wheel, a pure data structure |
-//! | 2 | `entry/` | the timer entry: header, state word, lifetime rules |
-//! | 3 | [`base`] | per-worker bases with their own locks, the table of bases, expiry |
-//! | 3 | [`hrtimer`] | high-resolution timers: per-worker, per-clock ordered queues, nanosecond expiries |
-//! | 4 | `timer/` | [`Timer`]: arm, modify, reduce, delete, `delete_sync` |
-//! | 5 | `migration/` | the pull model's hierarchy: groups, state words, event queues ([`Topology`]) |
-//! | 6 | `nohz/` | tickless idle: next events of every source, wakers, wake policy, remote expiry, stall monitor |
-//! | 7 | `system/` | the [`TimerSystem`] facade, [`Builder`], [`Worker`], [`Sleeper`], [`HrSleeper`] |
-//! | 8 | [`posix`] | POSIX timers: the ID table with lock-free lookup (seed 003), `timer_settime` semantics, notifications |
-//! | 9 | [`runtime`], [`sim`] | [`Runtime`]: worker threads; the pull model's simulator |
+//! # A first timer
 //!
-//! A timer names its base through an address in its header: that is data,
-//! not an import. The base layer calls up only through the hooks the system
-//! installs in its table (whom to wake, what to run while blocked, whom to
-//! tell about a panic).
+//! A [`Runtime`] starts worker threads that run the timers' expiry; its
+//! [`TimerSystem`] makes the timers.
 //!
 //! ```
-//! use std::sync::atomic::{AtomicUsize, Ordering};
-//! use std::sync::Arc;
-//! use std::time::Duration;
+//! use std::sync::mpsc;
+//! use std::time::{Duration, Instant};
+//! use utimer::Runtime;
+//!
+//! let rt = Runtime::new(2).unwrap();
+//! let (tx, rx) = mpsc::channel();
+//! let timer = rt.system().timer(move |_| tx.send(Instant::now()).unwrap());
+//! let armed = Instant::now();
+//! timer.modify(Duration::from_millis(20)).unwrap(); // mod_timer(): arm
+//! let fired = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+//! assert!(fired - armed >= Duration::from_millis(20)); // never early
+//! rt.shutdown();
+//! ```
+//!
+//! # Which timer
+//!
+//! | you need | use | fires | cost |
+//! |---|---|---|---|
+//! | a timeout that is usually cancelled or pushed back (per request, per connection, keepalive) | [`Timer`] (`sys.timer(f)`), the kernel's `timer_list` | never early, at most one granule of its wheel level late (about 12.5% of the timeout; exact under 63 ticks) | O(1), no allocation per arm |
+//! | a deadline that must be met: periodic work, a precise wake-up | [`HrTimer`] (`sys.hrtimer(clock, f)`), the kernel's `hrtimer` | at its nanosecond expiry, plus the wake-up latency | O(log n) |
+//! | to block a thread until a time | [`TimerSystem::sleep`], [`TimerSystem::sleep_until`], a [`Sleeper`] | as an hrtimer | — |
+//! | POSIX semantics: signals, an fd, overruns, wall-clock timers | [`TimerSystem::timer_create`] … [`TimerSystem::timer_delete`] ([`posix`]) | as an hrtimer; periodic timers do not drift | lock-free ID lookup |
+//!
+//! Async code uses the `utimer-async` crate (`tokio::time`-shaped futures
+//! for any executor) and C code the `utimer-capi` library.
+//!
+//! # Arming
+//!
+//! Every arming call of a [`Timer`] ([`add`](Timer::add),
+//! [`modify`](Timer::modify), [`modify_pending`](Timer::modify_pending),
+//! [`reduce`](Timer::reduce)) takes an [`Expiry`]: a `Duration` from now,
+//! an `Instant`, [`Expiry::AfterTicks`], or an absolute tick (`u64`, like
+//! the kernel's `jiffies + n`; [`TimerSystem::now`] is the coarse tick).
+//! The verbs are the kernel's: `modify` arms or re-arms (`mod_timer()`),
+//! `reduce` only ever moves a timer earlier (`timer_reduce()`), `delete`
+//! cancels (`timer_delete()`), [`delete_sync`](Timer::delete_sync) also
+//! waits for a running callback (`timer_delete_sync()`), and
+//! [`shutdown`](Timer::shutdown) refuses later arms (`timer_shutdown()`).
+//! An arm goes to the calling thread's worker; a re-arm into the bucket the
+//! timer is already in takes no lock.
+//!
+//! ```
+//! # use std::time::Duration;
+//! # use utimer::{Expiry, Runtime, TimerFlags, HrRestart, ClockId};
+//! # let rt = Runtime::new(1).unwrap();
+//! let sys = rt.system();
+//! let timeout = sys.timer(|_| {});
+//! timeout.modify(Duration::from_secs(30)).unwrap(); // a request timeout
+//! timeout.modify(Duration::from_secs(30)).unwrap(); // pushed back: usually no lock
+//! timeout.delete_sync().unwrap();                  // answered: gone, callback not running
+//!
+//! let pinned = sys.timer_with_flags(TimerFlags::PINNED, |_| {});
+//! pinned.add(Expiry::AfterTicks(10)).unwrap(); // always expired by this worker
+//!
+//! let tick = sys.hrtimer(ClockId::Monotonic, |_| HrRestart::NoRestart);
+//! tick.start_after(Duration::from_micros(500)).unwrap(); // nanosecond expiry
+//! sys.sleep(Duration::from_millis(1)).unwrap();          // schedule_timeout()
+//! # drop((timeout, pinned, tick)); rt.shutdown();
+//! ```
+//!
+//! # Guarantees
+//!
+//! * **Never early.** A timer never fires before its expiry; relative
+//!   expiries read the precise clock and round up.
+//! * **How late.** A wheel timer fires at most one granule of the wheel
+//!   level its timeout selects late (the timeout is the expiry minus
+//!   [`TimerSystem::now`] at the arm), however far its worker's base clock
+//!   has fallen behind and whoever arms it, a callback included; an
+//!   expiry at or before the present fires at the next expiry run. See
+//!   [`wheel`] for the levels.
+//! * **Callbacks** run outside every lock, one at a time per timer, and may
+//!   re-arm, delete or drop their own timer; dropping a [`Timer`] never
+//!   blocks.
+//! * **Idle workers sleep** with no periodic tick; their movable timers are
+//!   expired by a busy worker (the kernel's pull model), deferrable ones
+//!   wait for their worker.
+//!
+//! # Without threads of utimer's own
+//!
+//! A [`TimerSystem`] built with [`TimerSystem::builder`] starts no
+//! threads: bind your own threads to its workers
+//! ([`TimerSystem::register_worker`], [`TimerSystem::enter`]) and run
+//! their expiry ([`TimerSystem::run_expired`]), or drive it from a manual
+//! [`Clock`] in tests:
+//!
+//! ```
 //! use utimer::{Clock, TimerSystem};
 //!
 //! let clock = Clock::manual();
 //! let sys = TimerSystem::builder().workers(1).clock(clock.clone()).build();
-//! let fired = Arc::new(AtomicUsize::new(0));
-//! let f = fired.clone();
-//! let timer = sys.timer(move |_| {
-//!     f.fetch_add(1, Ordering::Relaxed);
-//! });
-//! timer.modify(Duration::from_millis(10)).unwrap(); // arm: mod_timer(), 10 ticks from now
-//! assert!(timer.modify(11).unwrap());                // re-arm to tick 11: was pending
-//! clock.advance(11);
-//! sys.run_expired(0, sys.now()).unwrap();            // the worker's expiry run
-//! assert_eq!(fired.load(Ordering::Relaxed), 1);
-//! assert!(!timer.delete());                          // already fired
+//! let timer = sys.timer(|_| {});
+//! timer.modify(50u64).unwrap(); // absolute tick 50 (level 0: exact)
+//! clock.set(49);
+//! assert_eq!(sys.run_expired(0, sys.now()).unwrap(), 0); // never early
+//! clock.set(50);
+//! assert_eq!(sys.run_expired(0, sys.now()).unwrap(), 1);
 //! ```
+//!
+//! The pure timer wheel is usable on its own ([`wheel::Wheel`]). How the
+//! modules stand in layers, and why, is in `docs/architecture.md`; each
+//! module's own documentation explains its part.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
