@@ -356,18 +356,15 @@ impl<T, G: Generation> Lists<T, G> {
     ) {
         debug_assert_ne!(from, to);
         debug_assert_eq!(to, self.ordered as usize);
-        let ListHead { first, last, id } = self.lists[to];
-        if first != NIL && self.blocks[first as usize].live() == 0 {
+        let kept = self.lists[to].first;
+        if kept != NIL && self.blocks[kept as usize].live() == 0 {
             // A kept last block, empty: give it up, or it would hide the
-            // entries behind it from `pop_front` and `is_bucket_empty`.
-            self.lists[to] = ListHead {
-                first: NIL,
-                last: NIL,
-                id,
-            };
-            self.release(first);
-            return self.splice(from, to, at_front, f);
+            // entries put behind it from `pop_front` and `is_bucket_empty`.
+            self.lists[to].first = NIL;
+            self.lists[to].last = NIL;
+            self.release(kept);
         }
+        let ListHead { first, last, id } = self.lists[to];
         let ListHead {
             first: head,
             last: tail,
