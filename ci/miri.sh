@@ -4,7 +4,7 @@
 # the base lock guard and lock_timer_base, migration, callbacks (a handle
 # dropped inside its own callback, and while its callback runs elsewhere:
 # the deferred free), the state word, shutdown, and the hot-unplug's batch
-# move of pending timers (base/hotplug.rs); the pull model's hierarchy
+# move of pending timers (timer_list/base/hotplug.rs); the pull model's hierarchy
 # (migration::) has no unsafe code but runs here too. The wheel has no unsafe
 # code and is tested natively. Installs a nightly toolchain with Miri if
 # needed.

@@ -115,8 +115,6 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-pub mod base;
-mod entry;
 mod error;
 pub mod hrtimer;
 mod migration;
@@ -128,10 +126,9 @@ pub mod sim;
 mod sync;
 mod system;
 pub mod time;
-mod timer;
+mod timer_list;
 pub mod wheel;
 
-pub use base::{BaseKind, BaseStats};
 pub use error::TimerError;
 pub use hrtimer::{HrBaseInfo, HrFire, HrRestart, HrStats, HrTimer};
 pub use migration::{GroupInfo, MigrationStats, Topology};
@@ -144,7 +141,7 @@ pub use system::{
     TimerSystem, WheelBaseInfo, Worker, WorkerTimers,
 };
 pub use time::{Clock, ClockId, Expiry};
-pub use timer::{Timer, TimerFlags};
+pub use timer_list::{BaseKind, BaseStats, Timer, TimerFlags};
 
 // The README's examples run as doctests of `utimer-async`, the crate that
 // can see every front end they show.

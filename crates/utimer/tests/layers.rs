@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&[&str]]] = &[
     &[&["error", "sync", "time"]],
     &[&["wheel"]],
-    // The wheel timer (entry, bases, timer API) beside the hrtimer.
-    &[&["entry", "base", "timer"], &["hrtimer"]],
+    // The wheel timer (`timer_list/`: entry, bases, timer API) beside the
+    // hrtimer.
+    &[&["timer_list"], &["hrtimer"]],
     &[&["migration"]],
     &[&["nohz"]],
     &[&["system"]],
@@ -192,14 +193,14 @@ fn no_module_imports_from_above() {
 #[test]
 fn the_check_sees_imports() {
     assert_eq!(
-        crate_paths("use crate::base::{A, B};\nuse crate::{posix::X, TimerError};"),
-        ["base", "posix", "TimerError"]
+        crate_paths("use crate::timer_list::base::{A, B};\nuse crate::{posix::X, TimerError};"),
+        ["timer_list", "posix", "TimerError"]
     );
     assert_eq!(crate_paths("utimer_crate::x"), Vec::<String>::new());
     assert!(may_import("system", "nohz"));
-    assert!(may_import("base", "timer"), "one group");
+    assert!(may_import("timer_list", "timer_list"), "one group");
     assert!(!may_import("system", "posix"), "upward");
-    assert!(!may_import("hrtimer", "base"), "siblings stand apart");
+    assert!(!may_import("hrtimer", "timer_list"), "siblings stand apart");
     assert!(!may_import("sync", "wheel"));
     assert_eq!(
         reexports().get("TimerSystem").map(String::as_str),

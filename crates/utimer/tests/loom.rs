@@ -379,7 +379,7 @@ fn offline_vs_delete() {
     });
 }
 
-/// `next_expiry`'s per-worker summary (`base/summary.rs`) on the real
+/// `next_expiry`'s per-worker summary (`sync/summary.rs`) on the real
 /// paths, against arms on two other threads, one on each wheel source (the
 /// local and the global base, two locks): once both arms returned, the
 /// answer is exact, and so is the answer read again from the summary.

@@ -1,5 +1,5 @@
 //! `TimerSystem::next_expiry` answers from a per-worker summary while none
-//! of the worker's sources changed (`base/summary.rs`): each source must
+//! of the worker's sources changed (`sync/summary.rs`): each source must
 //! invalidate it, the answer must stay exact when asked again and again,
 //! and a reader racing arms on other threads must never answer later than
 //! a timer that was pending throughout its call.

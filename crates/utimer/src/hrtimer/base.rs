@@ -31,10 +31,11 @@
 //!
 //! A thread holds at most one hrtimer base lock, never together with a
 //! wheel base lock or a hierarchy lock: moving a timer to another base
-//! drops the old lock before it takes the new one (`MIGRATING` in between),
+//! drops the old lock before it takes the new one (`MIGRATING_WORKER` in between),
 //! as the wheel's `lock_timer_base()` protocol does.
 
-use super::entry::{HrEntry, MIGRATING, NOT_QUEUED, SHUTDOWN};
+use super::entry::{HrEntry, MIGRATING_WORKER, NOT_QUEUED};
+use crate::sync::state::{DEAD, OFFLINE, SHUTDOWN};
 use super::queue::{Handle, Queue};
 use super::sleeper::Pairing;
 use super::HrTable;
@@ -45,10 +46,6 @@ use crate::TimerError;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::Arc;
 
-/// `HrInner::closed`: the system shut down.
-pub(crate) const DEAD: u8 = 1;
-/// `HrInner::closed`: the worker is offline.
-pub(crate) const OFFLINE: u8 = 2;
 /// `HrBase::route` of an online worker.
 pub(crate) const ONLINE: u32 = u32::MAX;
 
@@ -264,7 +261,7 @@ pub(crate) fn lock_base_word<'t>(
 ) -> (&'t HrBase, HrGuard<'t>) {
     loop {
         let b = word.load(Acquire);
-        if b & MIGRATING != 0 {
+        if b & MIGRATING_WORKER != 0 {
             spin_hint();
             continue;
         }
@@ -361,7 +358,7 @@ pub(crate) fn start(
         }
         carried = dequeue(&mut g, e).or(carried);
         let target = table.index(to as usize, base.clock);
-        e.base.store(target as u32 | MIGRATING, Release);
+        e.base.store(target as u32 | MIGRATING_WORKER, Release);
         drop(g);
         base = table.base_at(target);
         g = base.lock();

@@ -11,19 +11,19 @@
 //!   on a worker after its callback returned: the callback's captures are
 //!   then dropped there, never under a base lock.
 //! * Dropping the handle cancels the timer without waiting and sets
-//!   [`SHUTDOWN`], so that a callback running at that moment cannot restart
+//!   [`SHUTDOWN`](crate::sync::state::SHUTDOWN), so that a callback running at that moment cannot restart
 //!   it.
 //!
 //! # Who may touch what
 //!
-//! * `handle`, `soft`, `hard` and the [`SHUTDOWN`] flag are written only
+//! * `handle`, `soft`, `hard` and the [`SHUTDOWN`](crate::sync::state::SHUTDOWN) flag are written only
 //!   with the lock of the base named in `base` held. `soft` and `hard` may
 //!   be read by anyone (`expires()`: a read racing a restart may see the
 //!   old or the new expiry, never a torn one).
 //! * `base` names the timer's base. It changes only under that base's lock
 //!   and only while the timer is neither queued nor running (a clock
 //!   change), or while moving it to another worker's base: then it carries
-//!   [`MIGRATING`] from the old lock's release until the new lock is held,
+//!   [`MIGRATING_WORKER`] from the old lock's release until the new lock is held,
 //!   and lockers wait (`lock_base`). A callback never moves off the base
 //!   where it runs.
 
@@ -32,10 +32,10 @@ use std::sync::atomic::Ordering::Relaxed;
 
 /// `handle` of a timer that is not queued.
 pub(crate) const NOT_QUEUED: u32 = u32::MAX;
-/// Tag bit of `base`: the timer is moving between two bases.
-pub(crate) const MIGRATING: u32 = 1 << 31;
-/// Flag: the handle is gone or shut down; the timer is never queued again.
-pub(crate) const SHUTDOWN: u32 = 1;
+/// Tag bit of `base`: the timer is moving between two bases. The
+/// counterpart of the wheel entry's `MIGRATING`, which tags an address
+/// where this tags a worker's number (`sync/state.rs`).
+pub(crate) const MIGRATING_WORKER: u32 = 1 << 31;
 
 /// What a callback returns: the kernel's `enum hrtimer_restart`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -115,11 +115,11 @@ pub(crate) type Callback = dyn Fn(&mut HrFire) -> HrRestart + Send + Sync;
 /// The shared part of an hrtimer. `F` is the callback, unsized once the
 /// entry is behind an `Arc<HrEntry>` (one allocation for both).
 pub(crate) struct HrEntry<F: ?Sized = Callback> {
-    /// The base's index in its table, [`MIGRATING`] while moving.
+    /// The base's index in its table, [`MIGRATING_WORKER`] while moving.
     pub(crate) base: AtomicU32,
     /// The queue handle while queued, else [`NOT_QUEUED`]. Base lock.
     pub(crate) handle: AtomicU32,
-    /// [`SHUTDOWN`]. Written under the base lock.
+    /// [`SHUTDOWN`](crate::sync::state::SHUTDOWN). Written under the base lock.
     pub(crate) flags: AtomicU32,
     /// Soft expiry (the earliest it may fire), ns of its base's clock.
     pub(crate) soft: AtomicU64,

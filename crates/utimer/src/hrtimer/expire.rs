@@ -14,7 +14,7 @@
 //! run takes up to 32 of them out of their heap under one lock hold, marks
 //! them fired, and wakes their wakers after the lock.
 //!
-//! The same rules as for wheel timers hold (`base/expire.rs`): one run per
+//! The same rules as for wheel timers hold (`timer_list/base/expire.rs`): one run per
 //! base at a time, so a timer's callback never runs twice at once and
 //! `cancel` knows which base to watch; callbacks run outside every lock; a
 //! panic is caught, counted and reported, and the run goes on. The clock is
@@ -24,8 +24,9 @@
 //! due when it began, so a callback that always restarts in the past
 //! cannot hold the worker forever.
 
-use super::base::{place, wake_for, HrBase, DEAD, OFFLINE};
-use super::entry::{HrEntry, HrFire, HrRestart, NOT_QUEUED, SHUTDOWN};
+use super::base::{place, wake_for, HrBase};
+use crate::sync::state::{DEAD, OFFLINE, SHUTDOWN};
+use super::entry::{HrEntry, HrFire, HrRestart, NOT_QUEUED};
 use super::sleeper;
 use crate::sync::{futex, thread_local};
 use std::any::Any;

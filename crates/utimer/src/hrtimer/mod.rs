@@ -109,7 +109,8 @@ pub use timer::HrTimer;
 
 use crate::sync::summary::Summaries;
 use crate::time::{ClockId, TickSource};
-use base::{HrBase, DEAD, OFFLINE, ONLINE};
+use crate::sync::state::{DEAD, OFFLINE};
+use base::{HrBase, ONLINE};
 use std::any::Any;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -315,7 +316,7 @@ impl HrTable {
             for (_, _, e) in &batch {
                 e.handle.store(entry::NOT_QUEUED, Relaxed);
                 e.base.store(
-                    target as u32 | entry::MIGRATING,
+                    target as u32 | entry::MIGRATING_WORKER,
                     std::sync::atomic::Ordering::Release,
                 );
             }

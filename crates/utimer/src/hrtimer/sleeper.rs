@@ -36,7 +36,7 @@
 //! * `base` is the base's index ([`UNBOUND`] and the clock until the first
 //!   start binds it to the starting thread's worker). The owner changes it
 //!   while the node is not queued; hot-plug changes it while moving queued
-//!   nodes, with [`MIGRATING`] set from the old lock's release until the
+//!   nodes, with [`MIGRATING_WORKER`] set from the old lock's release until the
 //!   new one is held (`lock_base_word` waits it out), as for entries.
 //!
 //! # Lifetime
@@ -59,8 +59,9 @@
 //! `tests/loom_sleeper.rs` models the run against the owner's poll, reset
 //! and drop; Miri runs the heap's and the sleeper's tests.
 
-use super::base::{lock_base_word, wake_for, HrGuard, DEAD as BASE_DEAD, OFFLINE, ONLINE};
-use super::entry::MIGRATING;
+use super::base::{lock_base_word, wake_for, HrGuard, ONLINE};
+use crate::sync::state as closed;
+use super::entry::MIGRATING_WORKER;
 use super::HrTable;
 use crate::sync::{AtomicU32, AtomicU64, UnsafeCell};
 use crate::time::ClockId;
@@ -133,7 +134,7 @@ impl SleeperNode {
 
     /// The clock the node counts in.
     pub(crate) fn clock(&self) -> ClockId {
-        let b = self.base.load(Relaxed) & !(UNBOUND | MIGRATING);
+        let b = self.base.load(Relaxed) & !(UNBOUND | MIGRATING_WORKER);
         ClockId::ALL[b as usize % super::CLOCKS]
     }
 
@@ -206,11 +207,11 @@ pub(crate) unsafe fn start(
     }
     let (mut base, mut g) = lock_base_word(table, &node.base);
     loop {
-        if g.closed & BASE_DEAD != 0 {
+        if g.closed & closed::DEAD != 0 {
             return Err(TimerError::Shutdown);
         }
         let to = base.route.load(Relaxed);
-        if g.closed & OFFLINE == 0 || to == ONLINE {
+        if g.closed & closed::OFFLINE == 0 || to == ONLINE {
             break;
         }
         // Hot-plug moved every queued node off this base: this one is
@@ -347,7 +348,7 @@ pub(crate) fn take_due(
 
 /// Shutdown or hot-plug: every node of `g`'s heap, taken out and marked
 /// with `mark` ([`DEAD`]: their wakers go to `wakers`; `None`: they stay
-/// `QUEUED` and their `base` is set to `migrate_to | MIGRATING`).
+/// `QUEUED` and their `base` is set to `migrate_to | MIGRATING_WORKER`).
 pub(crate) fn drain(
     g: &mut HrGuard<'_>,
     mark: Option<u32>,
@@ -360,7 +361,7 @@ pub(crate) fn drain(
         let node = unsafe { p.as_ref() };
         match mark {
             Some(target) => {
-                node.base.store(target | MIGRATING, Release);
+                node.base.store(target | MIGRATING_WORKER, Release);
                 out.push(p);
             }
             None => {
@@ -389,10 +390,10 @@ pub(crate) unsafe fn requeue(
     let mut wake = None;
     for p in nodes {
         // SAFETY: live: its owner's drop waits in `lock_base_word` while
-        // `base` carries MIGRATING.
+        // `base` carries MIGRATING_WORKER.
         let node = unsafe { p.as_ref() };
         node.base.store(index, Release);
-        if g.closed & BASE_DEAD != 0 {
+        if g.closed & closed::DEAD != 0 {
             // SAFETY: in transit, owned by us; the state store is our last
             // access.
             wakers.extend(unsafe { node.take_waker() });

@@ -87,7 +87,7 @@
 //! timers wait for it, as they must.
 //!
 //! The stuck worker and a migrator may both reach its global base; the
-//! base's lock and its one-run-at-a-time flag (`base/expire.rs`) make sure
+//! base's lock and its one-run-at-a-time flag (`timer_list/base/expire.rs`) make sure
 //! no callback runs twice or twice at once (`tests/loom.rs`,
 //! `stalled_worker_and_migrator_share_a_base`).
 //!

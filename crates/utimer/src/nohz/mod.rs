@@ -15,7 +15,7 @@
 //!
 //! [`Nohz::idle_enter`] publishes, in each source, the tick the worker plans
 //! to wake at; from then until [`Nohz::idle_exit`], an enqueue that fires
-//! earlier reaches [`Nohz::timer_on_idle`](crate::base::Hooks::timer_on_idle),
+//! earlier reaches [`Nohz::timer_on_idle`](crate::timer_list::base::Hooks::timer_on_idle),
 //! the one policy point that decides whom to wake (today: that worker,
 //! through its registered waker, as the kernel's `trigger_dyntick_cpu()`
 //! sends an IPI). Publishing happens in two passes: the first finds the
@@ -48,11 +48,11 @@ mod pull;
 
 pub(crate) use pull::Monitor;
 
-use crate::base::{BaseKind, Bases, Hooks, Summaries};
 use crate::hrtimer::HrTable;
 use crate::migration::{Deactivated, Hierarchy, NewTimer, TopIdle, Wake};
 use crate::sync::Mutex;
 use crate::time::{ClockId, TickSource};
+use crate::timer_list::base::{BaseKind, Bases, Hooks, Summaries};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -196,7 +196,7 @@ impl EventSource for WheelSource<'_> {
         let mut ran = 0;
         let mut next = NextEvents::default();
         for kind in BaseKind::ALL {
-            let done = crate::base::run_expired(self.bases.base(worker, kind), now);
+            let done = crate::timer_list::base::run_expired(self.bases.base(worker, kind), now);
             ran += done.ran;
             match kind {
                 BaseKind::Local => next.local = done.next,

@@ -37,10 +37,10 @@
 //! (the loom model `stall_vs_idle_exit_and_arm`).
 
 use super::Nohz;
-use crate::base::{run_expired, BaseKind, Bases};
 use crate::migration::TopIdle;
 use crate::sync::parker::Parker;
 use crate::sync::AtomicBool;
+use crate::timer_list::base::{run_expired, BaseKind, Bases};
 use std::sync::atomic::Ordering::SeqCst;
 
 /// Rounds of remote expiry per tick point, so that a timer re-armed to

@@ -3,10 +3,10 @@
 //! manual clock, and the checks run after every tick (see `mod.rs`).
 
 use super::{Rng, SimConfig, SimFailure, SimReport, Tally};
-use crate::base::Bases;
 use crate::migration::Topology;
 use crate::nohz::Nohz;
 use crate::time::Clock;
+use crate::timer_list::base::Bases;
 use crate::{Timer, TimerFlags, TimerSystem};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};

@@ -17,6 +17,7 @@ mod biased;
 pub(crate) mod futex;
 pub(crate) mod parker;
 mod spinlock;
+pub(crate) mod state;
 pub(crate) mod summary;
 
 pub(crate) use biased::{BiasedLock, Held};

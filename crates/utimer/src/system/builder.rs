@@ -1,10 +1,10 @@
 //! [`Builder`]: a [`TimerSystem`]'s settings.
 
 use super::{Core, TimerSystem};
-use crate::base::{Bases, BasesConfig, PanicHook, Summaries};
 use crate::migration::{Hierarchy, Topology};
 use crate::nohz::Nohz;
 use crate::time::{Clock, TickSource};
+use crate::timer_list::base::{Bases, BasesConfig, PanicHook, Summaries};
 use crate::TimerError;
 use std::sync::Arc;
 use std::time::Duration;

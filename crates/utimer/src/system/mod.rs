@@ -28,12 +28,12 @@ pub use sleep::{Interrupter, SleepOutcome, Sleeper};
 pub use timer_list::{TimerList, WheelBaseInfo, WorkerTimers};
 pub use worker::Worker;
 
-use crate::base::{BaseKind, BaseStats, Bases, Binding};
 use crate::hrtimer::{HrFire, HrRestart, HrStats, HrTimer};
 use crate::migration::{GroupInfo, MigrationStats};
 use crate::nohz::Nohz;
 use crate::time::ClockId;
 use crate::time::{Clock, Expiry};
+use crate::timer_list::base::{BaseKind, BaseStats, Bases, Binding};
 use crate::{Timer, TimerError, TimerFlags};
 use std::marker::PhantomData;
 use std::sync::Arc;

@@ -29,12 +29,12 @@
 //!   either).
 
 use super::Core;
-use crate::base::in_callback;
 use crate::hrtimer::{self, HrRestart, HrTimer};
 use crate::nohz::Idle;
 use crate::sync::futex;
 use crate::sync::parker::Parker;
 use crate::time::{ClockId, Expiry};
+use crate::timer_list::base::in_callback;
 use crate::TimerError;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;

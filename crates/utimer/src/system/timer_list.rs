@@ -3,10 +3,10 @@
 //! `Display`).
 
 use super::TimerSystem;
-use crate::base::{BaseKind, BaseStats, Bases};
 use crate::hrtimer::HrBaseInfo;
 use crate::migration::MigrationStats;
 use crate::time::ClockId;
+use crate::timer_list::base::{BaseKind, BaseStats, Bases};
 use std::fmt;
 use std::time::Duration;
 

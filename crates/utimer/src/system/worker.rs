@@ -38,8 +38,8 @@
 //! [`sleep`]: crate::TimerSystem::sleep
 
 use super::Core;
-use crate::base::{Bases, Binding};
 use crate::nohz::{Idle, Waker};
+use crate::timer_list::base::{Bases, Binding};
 use std::marker::PhantomData;
 use std::time::Instant;
 

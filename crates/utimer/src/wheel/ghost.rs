@@ -70,7 +70,7 @@
 //! The public wheel never defers: only the crate's timer bases call these
 //! methods (`delete` and re-arms; a timer's drop removes it for real).
 //! The ghost's value may be a pointer to a timer freed since; it is only
-//! compared and dropped, never dereferenced (`entry/`'s lifetime rules).
+//! compared and dropped, never dereferenced (`timer_list/entry/`'s lifetime rules).
 
 use super::{Key, Position, Wheel, DUE};
 use crate::wheel::Generation;

@@ -11,7 +11,7 @@
 //!
 //! The timer bases inside utimer do not need the check: a timer's key is
 //! read and written only under its base's lock, and only while the timer's
-//! state word says it is queued (see `entry/`). They use the crate-private
+//! state word says it is queued (see `timer_list/entry/`). They use the crate-private
 //! [`Unchecked`] generation, which takes no space: 8 bytes a slot for a
 //! pointer.
 

@@ -1,6 +1,6 @@
 //! Test support: freezing a timer's move between two bases halfway.
 
-use crate::base::BaseKind;
+use crate::timer_list::base::BaseKind;
 use crate::{Clock, Timer, TimerSystem};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};

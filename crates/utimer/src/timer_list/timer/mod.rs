@@ -32,9 +32,9 @@
 mod delete_sync;
 mod modify;
 
-use crate::base::{lock_timer_base, timer_base, Bases};
-use crate::entry::{RawTimer, TimerRef, VTable, DEFERRABLE, DROPPED, PINNED, SHUTDOWN};
 use crate::time::Expiry;
+use crate::timer_list::base::{lock_timer_base, timer_base, Bases};
+use crate::timer_list::entry::{RawTimer, TimerRef, VTable, DEFERRABLE, DROPPED, PINNED, SHUTDOWN};
 use crate::TimerError;
 use delete_sync::Wait;
 use modify::Mode;
@@ -374,6 +374,6 @@ impl Drop for Timer {
         // SAFETY: this handle owned the timer; it is detached and its
         // callback is not running (checked under the lock), so no base can
         // reach it any more.
-        unsafe { crate::base::free_timer(t) };
+        unsafe { crate::timer_list::base::free_timer(t) };
     }
 }

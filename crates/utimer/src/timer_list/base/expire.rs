@@ -25,8 +25,8 @@
 //! returns: the drop did not wait.
 
 use super::{free_timer, Base, TimerPtr};
-use crate::entry::{RawTimer, TimerRef, DROPPED};
 use crate::sync::{futex, prefetch, prefetch_object, thread_local};
+use crate::timer_list::entry::{RawTimer, TimerRef, DROPPED};
 use crate::wheel::BLOCK;
 use std::any::Any;
 use std::cell::Cell;

@@ -120,8 +120,8 @@
 //! Comparing bucket times computed against two different bases' clocks
 //! could otherwise move it later.
 
-use crate::base::{lock_timer_base, timer_base, Base, BaseGuard, Bases};
-use crate::entry::{TimerRef, Word, SHUTDOWN};
+use crate::timer_list::base::{lock_timer_base, timer_base, Base, BaseGuard, Bases};
+use crate::timer_list::entry::{TimerRef, Word, SHUTDOWN};
 use crate::wheel::{calc_position, clamp_expiry, level_limit, Position, DUE};
 use crate::TimerError;
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
@@ -549,7 +549,7 @@ mod tests {
     /// lock to keep the move between its two halves.
     #[test]
     fn a_timer_moved_by_modify_stays_pending() {
-        let (_, moved) = crate::base::testing::delete_during_a_held_move(|sys, t| {
+        let (_, moved) = crate::timer_list::base::testing::delete_during_a_held_move(|sys, t| {
             std::thread::spawn(move || {
                 let _w1 = sys.enter(1).unwrap();
                 t.modify(60).unwrap()

@@ -23,9 +23,9 @@
 //! * **whom to tell about a panic** in a callback.
 
 use super::{Base, BaseKind, BaseStats, Summaries, KINDS};
-use crate::entry::{DEFERRABLE, PINNED};
 use crate::sync::thread_local;
 use crate::time::TickSource;
+use crate::timer_list::entry::{DEFERRABLE, PINNED};
 use crate::TimerError;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};

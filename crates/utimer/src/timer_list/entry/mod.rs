@@ -63,8 +63,9 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 pub(crate) const PINNED: u32 = 1 << 0;
 /// Never wake an idle worker (`TIMER_DEFERRABLE`).
 pub(crate) const DEFERRABLE: u32 = 1 << 1;
-/// Set by `shutdown`: every later arm is refused.
-pub(crate) const SHUTDOWN: u32 = 1 << 2;
+/// Set by `shutdown`: every later arm is refused (shared with the
+/// hrtimer: `sync/state.rs`).
+pub(crate) use crate::sync::state::SHUTDOWN;
 /// Set by the handle's `Drop` while the callback runs: the thread running
 /// it frees the timer when it returns.
 pub(crate) const DROPPED: u32 = 1 << 3;

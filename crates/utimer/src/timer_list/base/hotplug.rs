@@ -26,9 +26,9 @@
 //! block (waiting for a callback), so they are refused inside a callback.
 
 use super::{Bases, TimerPtr, KINDS};
-use crate::base::in_callback;
-use crate::entry::{TimerRef, MIGRATING};
 use crate::sync::{Mutex, MutexGuard};
+use crate::timer_list::base::in_callback;
+use crate::timer_list::entry::{TimerRef, MIGRATING};
 use crate::TimerError;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 
@@ -207,7 +207,7 @@ impl Bases {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use crate::base::testing::delete_during_a_held_move;
+    use crate::timer_list::base::testing::delete_during_a_held_move;
     use std::thread;
 
     /// Found by the soak: a timer that a hot-unplug is moving between two

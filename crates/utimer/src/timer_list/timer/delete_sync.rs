@@ -72,9 +72,9 @@
 //!   long as it keeps re-arming. `shutdown_sync` makes those re-arms fail, so
 //!   it terminates.
 
-use crate::base::{lock_timer_base, running_here, Base};
-use crate::entry::{TimerRef, SHUTDOWN};
 use crate::sync::{futex, spin_hint};
+use crate::timer_list::base::{lock_timer_base, running_here, Base};
+use crate::timer_list::entry::{TimerRef, SHUTDOWN};
 use crate::TimerError;
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::time::Instant;
@@ -174,7 +174,7 @@ pub(crate) fn delete_sync_scan_all(t: TimerRef<'_>) -> bool {
     let mut was_pending = false;
     loop {
         was_pending |= super::modify::delete(t);
-        let table = crate::base::timer_base(timer).table();
+        let table = crate::timer_list::base::timer_base(timer).table();
         if let Some(base) = table.all().iter().find(|b| b.is_running(t)) {
             while t.is(base.running.load(Acquire)) {
                 spin_hint();
