@@ -1,10 +1,10 @@
 //! Tickless idle (the kernel's `NO_HZ`): when may a worker sleep, and who
 //! wakes it.
 //!
-//! A worker going idle asks every *event source* for its next event and
-//! sleeps until the earliest. There are two: the worker's wheel bases
-//! ([`Nohz::sources`], in ticks) and its hrtimer bases ([`Nohz::hr`], in
-//! nanoseconds, always pinned), and the sleep ends at the earlier, to the
+//! A worker going idle asks both of its *event sources* for their next
+//! event and sleeps until the earliest: its wheel bases (`WheelSource`, in
+//! ticks, with the pull model's hierarchy beside them) and its hrtimer
+//! bases ([`Nohz::hr`], in nanoseconds, always pinned), and the sleep ends at the earlier, to the
 //! nanosecond ([`Nohz::idle`]). Each source answers with its next *local* event
 //! (pinned: only this worker may run it) and its next *global* one
 //! (movable: the pull model will let a busy worker run it instead, so only
@@ -18,13 +18,14 @@
 //! earlier reaches [`Nohz::timer_on_idle`](crate::timer_list::base::Hooks::timer_on_idle),
 //! the one policy point that decides whom to wake (today: that worker,
 //! through its registered waker, as the kernel's `trigger_dyntick_cpu()`
-//! sends an IPI). Publishing happens in two passes: the first finds the
-//! earliest event of all sources, the second stores it in each source under
-//! the source's lock together with a fresh look at its own next event. An
-//! arm that slips in before a source's store is seen by that look; one
-//! after it sees the published tick and wakes the worker. A published tick
-//! may be later than the final one (a later source lowered it): that only
-//! costs a spurious wake-up, never a missed one.
+//! sends an IPI). Publishing happens in two passes: the first reads the
+//! earliest pinned wheel event, the second stores it in each base (local,
+//! global, then the hrtimer bases) under the base's lock together with a
+//! fresh look at its own next event. An arm that slips in before a base's
+//! store is seen by that look; one after it sees the published tick and
+//! wakes the worker. A published tick may be later than the final one (a
+//! later base lowered it): that only costs a spurious wake-up, never a
+//! missed one.
 //!
 //! # The pull model
 //!
@@ -113,42 +114,20 @@ impl NextEvents {
             (a, b) => a.or(b),
         }
     }
-
-    /// The earlier of each kind.
-    fn min(self, o: NextEvents) -> NextEvents {
-        NextEvents {
-            local: min(self.local, o.local),
-            global: min(self.global, o.global),
-            precise: min(self.precise, o.precise),
-        }
-    }
 }
 
-/// Something that has events for a worker: runs them, and says when the
-/// next one is due.
-pub(crate) trait EventSource {
-    /// The worker's next events, each read under the source's locks.
-    fn next_events(&self, worker: usize) -> NextEvents;
-    /// The worker goes idle until `until` at the latest: publish it, and
-    /// return the next events read under the same locks.
-    fn publish_idle(&self, worker: usize, until: u64) -> NextEvents;
-    /// The worker is busy again at tick `now` (its heartbeat): clear what
-    /// `publish_idle` published, and make it active in the pull model's
-    /// hierarchy. Returns whether that made the hierarchy's top active.
-    fn clear_idle(&self, worker: usize, now: u64) -> bool;
-    /// Runs the worker's events due at or before `now`; returns how many
-    /// ran and its next events afterwards.
-    fn run_expired(&self, worker: usize, now: u64) -> (usize, NextEvents);
-}
-
-/// The wheel bases as an event source.
+/// A worker's wheel bases as an event source, beside the pull model's
+/// hierarchy. (The hrtimer bases, the other source, answer in nanoseconds
+/// and take part in no hierarchy: [`HrTable`] has its own calls, and
+/// [`Nohz`] asks both.)
 struct WheelSource<'a> {
     bases: &'a Bases,
     hier: &'a Hierarchy,
     pull: bool,
 }
 
-impl EventSource for WheelSource<'_> {
+impl WheelSource<'_> {
+    /// The worker's next wheel events, each read under its base's lock.
     fn next_events(&self, worker: usize) -> NextEvents {
         NextEvents {
             local: self.bases.base(worker, BaseKind::Local).next_expiry(),
@@ -157,6 +136,8 @@ impl EventSource for WheelSource<'_> {
         }
     }
 
+    /// The worker goes idle until `until` at the latest: publish it, and
+    /// return the next events read under the same locks.
     fn publish_idle(&self, worker: usize, until: u64) -> NextEvents {
         let local = self.bases.base(worker, BaseKind::Local).idle_enter(until);
         let until = local.map_or(until, |l| l.min(until));
@@ -180,6 +161,9 @@ impl EventSource for WheelSource<'_> {
         }
     }
 
+    /// The worker is busy again at tick `now` (its heartbeat): clear what
+    /// `publish_idle` published, and make it active in the pull model's
+    /// hierarchy. Returns whether that made the hierarchy's top active.
     fn clear_idle(&self, worker: usize, now: u64) -> bool {
         // Active and no longer idle on the global base in one step, under
         // its lock, which a stall and a remote expiry's update take too to
@@ -192,6 +176,8 @@ impl EventSource for WheelSource<'_> {
         top
     }
 
+    /// Runs the worker's wheel timers due at or before `now`; returns how
+    /// many ran and its next events afterwards.
     fn run_expired(&self, worker: usize, now: u64) -> (usize, NextEvents) {
         let mut ran = 0;
         let mut next = NextEvents::default();
@@ -238,30 +224,24 @@ impl Nohz {
         })
     }
 
-    /// The event sources of `bases`' system.
-    fn sources<'a>(&'a self, bases: &'a Bases) -> [WheelSource<'a>; 1] {
-        [WheelSource {
+    /// `bases`' wheels as an event source.
+    fn wheels<'a>(&'a self, bases: &'a Bases) -> WheelSource<'a> {
+        WheelSource {
             bases,
             hier: &self.hier,
             pull: self.pull,
-        }]
+        }
     }
 
     /// "Until when may `worker` sleep?": its next events over every source,
     /// published so that an earlier arm wakes it. The kernel's
     /// `tick_nohz_idle_enter()` / `get_next_timer_interrupt()`.
     pub(crate) fn idle_enter(&self, bases: &Bases, worker: usize) -> NextEvents {
-        let sources = self.sources(bases);
-        let mut next = NextEvents::default();
-        for s in &sources {
-            // Only the local part: whether movable events keep this worker
-            // awake is the hierarchy's answer, in `publish_idle`.
-            next.local = min(next.local, s.next_events(worker).local);
-        }
-        for s in &sources {
-            let until = next.earliest().unwrap_or(u64::MAX);
-            next = next.min(s.publish_idle(worker, until));
-        }
+        let wheels = self.wheels(bases);
+        // Only the local part: whether movable events keep this worker
+        // awake is the hierarchy's answer, in `publish_idle`.
+        let until = wheels.next_events(worker).local.unwrap_or(u64::MAX);
+        let mut next = wheels.publish_idle(worker, until);
         next.precise = self.hr.idle_enter(worker, &bases.ticks);
         next
     }
@@ -297,11 +277,7 @@ impl Nohz {
     /// which lags it by up to a few ticks and would make a worker that has
     /// just woken look stalled to the monitor at once.
     fn idle_exit_at(&self, bases: &Bases, worker: usize, now: u64) {
-        let mut top = false;
-        for s in &self.sources(bases) {
-            top |= s.clear_idle(worker, now);
-        }
-        if top {
+        if self.wheels(bases).clear_idle(worker, now) {
             self.monitor.someone_active();
         }
         self.hr.idle_exit(worker);
@@ -355,13 +331,7 @@ impl Nohz {
             // point's tick, not an older one).
             self.idle_exit_at(bases, worker, now);
         }
-        let mut ran = 0;
-        let mut next = NextEvents::default();
-        for s in &self.sources(bases) {
-            let (n, events) = s.run_expired(worker, now);
-            ran += n;
-            next = next.min(events);
-        }
+        let (mut ran, mut next) = self.wheels(bases).run_expired(worker, now);
         let (n, precise) = self.hr.run_expired(
             worker,
             &bases.ticks,
