@@ -131,7 +131,7 @@ fn explicit_handle_and_prompt_cancel() {
     // A dropped pending sleep leaves no queued hrtimer behind.
     let pending_hr = || {
         (0..rt.system().workers())
-            .map(|w| rt.system().hr_stats(w).unwrap().pending)
+            .map(|w| rt.system().metrics().hr_stats(w).unwrap().pending)
             .sum::<usize>()
     };
     let mut sleeps: Vec<_> = (0..100)

@@ -33,7 +33,7 @@ fn setup() -> Setup {
         TimerSystem::builder()
             .workers(1)
             .clock(clock.clone())
-            .build(),
+            .build_without_threads(),
     );
     let handle = Handle::new(sys.clone());
     let flag = Arc::new(Flag::default());
@@ -61,7 +61,7 @@ impl Setup {
     }
 
     fn hr_pending(&self) -> usize {
-        self.sys.hr_stats(0).unwrap().pending
+        self.sys.metrics().hr_stats(0).unwrap().pending
     }
 }
 

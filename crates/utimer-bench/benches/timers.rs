@@ -1,11 +1,11 @@
 //! Criterion benches for the main cases of `utimer bench`.
 //!
 //! `utimer bench` is the primary tool (interleaved repetitions, peers side
-//! by side, seed 002, memory, threads); these benches cover the same core
-//! cases with Criterion's statistics, for regression tracking with
-//! `cargo bench -p utimer-cli` and its saved baselines. They use the very
-//! same peer implementations (`utimer_bench::peers`), so a
-//! row here and a row there measure identical code.
+//! by side, the kernel patches replayed, memory, threads); these benches
+//! cover the same core cases with Criterion's statistics, for regression
+//! tracking with `cargo bench -p utimer-cli` and its saved baselines. They
+//! use the very same peer implementations (`utimer_bench::peers`), so a row
+//! here and a row there measure identical code.
 //!
 //! Groups: `arm_cancel` (empty queue), `arm_cancel_100k` (100K pending),
 //! `rearm_same_bucket`, `rearm_new_bucket`, `next_expiry_100k`, and

@@ -72,6 +72,7 @@ use futures::future::join_all;
 
 use super::cases::human;
 use super::peers::tokio_alt;
+use super::plot::Chart;
 use super::{alloc, time, Contender, Record, Runner, Sample, Schedule, XorShift};
 
 const GROUP: &str = "async";
@@ -430,13 +431,19 @@ pub(crate) fn run(r: &mut Runner) {
          1-worker multi-thread runtime), futures-timer, async-io; hand-polled with a no-op\n\
          waker, or joined in each crate's block_on (alt timer: in a task on the worker)",
     );
-    r.case(GROUP, "create_poll_drop", Schedule::Interleaved, || {
-        with_alt(
-            all!(create_poll_drop),
-            tokio_alt::batched(&["create_poll_drop"]),
-        )
-    });
-    r.case(GROUP, "reset", Schedule::Interleaved, || {
+    r.case(
+        GROUP,
+        "create_poll_drop",
+        Chart::Bars,
+        Schedule::Interleaved,
+        || {
+            with_alt(
+                all!(create_poll_drop),
+                tokio_alt::batched(&["create_poll_drop"]),
+            )
+        },
+    );
+    r.case(GROUP, "reset", Chart::Bars, Schedule::Interleaved, || {
         with_alt(all!(reset), tokio_alt::batched(&["reset"]))
     });
 
@@ -447,7 +454,7 @@ pub(crate) fn run(r: &mut Runner) {
         let timing = pending_cases[0].clone();
         // The timing runs (and fills `mem`) even when only memory is wanted.
         let filter = (!r.wants(GROUP, &timing)).then(|| r.filter.take());
-        r.case(GROUP, &timing, Schedule::Sequential, || {
+        r.case(GROUP, &timing, Chart::Bars, Schedule::Sequential, || {
             with_alt(all!(pending, n, &mem), alt_pending(n, &mem))
         });
         if let Some(f) = filter {
@@ -467,8 +474,8 @@ pub(crate) fn run(r: &mut Runner) {
             let median = grow.get(grow.len() / 2).copied();
             rss.push(row(c2, name, median, "/proc/self/statm unreadable"));
         }
-        r.values(GROUP, c1, counted);
-        r.values(GROUP, c2, rss);
+        r.values(GROUP, c1, Chart::Bars, counted);
+        r.values(GROUP, c2, Chart::Bars, rss);
         if r.wants(GROUP, c1) {
             let inline = format!(
                 "size_of, included in bytes_per_future: utimer-async {} B, tokio {} B, \
@@ -484,12 +491,18 @@ pub(crate) fn run(r: &mut Runner) {
             r.note(GROUP, &inline);
         }
     }
-    r.case(GROUP, &expire_case, Schedule::Sequential, || {
-        with_alt(
-            all!(expire, n),
-            tokio_alt::fixed(&["expire", &n.to_string()], |_| ()),
-        )
-    });
+    r.case(
+        GROUP,
+        &expire_case,
+        Chart::Bars,
+        Schedule::Sequential,
+        || {
+            with_alt(
+                all!(expire, n),
+                tokio_alt::fixed(&["expire", &n.to_string()], |_| ()),
+            )
+        },
+    );
     r.reps = reps;
 
     if wants_late {
@@ -500,8 +513,8 @@ pub(crate) fn run(r: &mut Runner) {
         lateness_rows_of(tokio_alt::NAME, alt, r, n_late, &mut rows, &mut early);
         lateness_rows::<FuturesTimer>(r, n_late, &mut rows, &mut early);
         lateness_rows::<AsyncIo>(r, n_late, &mut rows, &mut early);
-        r.values(GROUP, "lateness", rows);
-        r.values(GROUP, "lateness/early", early);
+        r.values(GROUP, "lateness", Chart::Percentiles, rows);
+        r.values(GROUP, "lateness/early", Chart::Bars, early);
     }
 }
 

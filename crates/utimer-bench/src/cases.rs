@@ -11,8 +11,9 @@
 //!   its global base, `utimer (pinned)` timers to its local base.
 //! * **rearm / same_bucket** — a pending timer at ~now+3000 ticks (level 2,
 //!   64-tick buckets) re-armed alternately to `e + 1` and `e`, both in its
-//!   current bucket: the case seed 002's lock-free same-bucket check exists
-//!   for (think of a TCP retransmit timer pushed out on every ACK).
+//!   current bucket: the case the kernel's lock-free same-bucket
+//!   `mod_timer()` check (2016) exists for (think of a TCP retransmit timer
+//!   pushed out on every ACK).
 //! * **rearm / new_bucket** — the same timer alternately moved between
 //!   `e` (level 2) and `e + 4096` (level 3): every re-arm must requeue.
 //!   (utimer's wheel keeps the entry a timer just left as a ghost and
@@ -57,6 +58,7 @@ use super::peers::tokio_sleep::TokioSleepPeer;
 use super::peers::utimer::{OwnerUtimerPeer, PinnedUtimerPeer, UtimerPeer};
 use super::peers::wheel::WheelPeer;
 use super::peers::TimerPeer;
+use super::plot::Chart;
 use super::{time, Contender, Record, Runner, Sample, Schedule, XorShift};
 use crate::alloc;
 
@@ -403,12 +405,18 @@ pub(crate) fn run_all(r: &mut Runner) {
             "arm one timer to now+100 ticks, cancel it; nothing else pending",
         );
     }
-    r.case("arm_cancel", "empty", Schedule::Interleaved, || {
-        let mut rows = all_peers!(arm_cancel(0));
-        rows.insert(1, arm_cancel::<OwnerUtimerPeer>(0));
-        rows.insert(2, arm_cancel::<PinnedUtimerPeer>(0));
-        with_alt(rows, alt_arm_cancel(0))
-    });
+    r.case(
+        "arm_cancel",
+        "empty",
+        Chart::Bars,
+        Schedule::Interleaved,
+        || {
+            let mut rows = all_peers!(arm_cancel(0));
+            rows.insert(1, arm_cancel::<OwnerUtimerPeer>(0));
+            rows.insert(2, arm_cancel::<PinnedUtimerPeer>(0));
+            with_alt(rows, alt_arm_cancel(0))
+        },
+    );
 
     if r.wants_group("rearm", &["same_bucket", "new_bucket", "three_buckets"]) {
         r.enter_group(
@@ -419,23 +427,41 @@ pub(crate) fn run_all(r: &mut Runner) {
              three_buckets: round e+4096, e+8192 (level 3) and e: never back to the bucket just left",
         );
     }
-    r.case("rearm", "same_bucket", Schedule::Interleaved, || {
-        let mut rows = all_peers!(rearm(1));
-        rows.insert(1, rearm::<OwnerUtimerPeer>(1));
-        with_alt(rows, tokio_alt::batched(&["rearm", "1"]))
-    });
-    r.case("rearm", "new_bucket", Schedule::Interleaved, || {
-        let mut rows = all_peers!(rearm(REARM_JUMP));
-        rows.insert(1, rearm::<OwnerUtimerPeer>(REARM_JUMP));
-        let alt = tokio_alt::batched(&["rearm", &REARM_JUMP.to_string()]);
-        with_alt(rows, alt)
-    });
-    r.case("rearm", "three_buckets", Schedule::Interleaved, || {
-        let mut rows = all_peers!(rearm_round(REARM_JUMP));
-        rows.insert(1, rearm_round::<OwnerUtimerPeer>(REARM_JUMP));
-        let alt = tokio_alt::batched(&["rearm_round", &REARM_JUMP.to_string()]);
-        with_alt(rows, alt)
-    });
+    r.case(
+        "rearm",
+        "same_bucket",
+        Chart::Bars,
+        Schedule::Interleaved,
+        || {
+            let mut rows = all_peers!(rearm(1));
+            rows.insert(1, rearm::<OwnerUtimerPeer>(1));
+            with_alt(rows, tokio_alt::batched(&["rearm", "1"]))
+        },
+    );
+    r.case(
+        "rearm",
+        "new_bucket",
+        Chart::Bars,
+        Schedule::Interleaved,
+        || {
+            let mut rows = all_peers!(rearm(REARM_JUMP));
+            rows.insert(1, rearm::<OwnerUtimerPeer>(REARM_JUMP));
+            let alt = tokio_alt::batched(&["rearm", &REARM_JUMP.to_string()]);
+            with_alt(rows, alt)
+        },
+    );
+    r.case(
+        "rearm",
+        "three_buckets",
+        Chart::Bars,
+        Schedule::Interleaved,
+        || {
+            let mut rows = all_peers!(rearm_round(REARM_JUMP));
+            rows.insert(1, rearm_round::<OwnerUtimerPeer>(REARM_JUMP));
+            let alt = tokio_alt::batched(&["rearm_round", &REARM_JUMP.to_string()]);
+            with_alt(rows, alt)
+        },
+    );
 
     let case = format!("{} due", human(expiry_n));
     if r.wants("expiry", &case) {
@@ -447,7 +473,7 @@ pub(crate) fn run_all(r: &mut Runner) {
             ),
         );
     }
-    r.case("expiry", &case, Schedule::Sequential, || {
+    r.case("expiry", &case, Chart::Bars, Schedule::Sequential, || {
         let kernel = "the kernel fires these itself; there is no user-space expiry run to time";
         vec![
             expiry::<UtimerPeer>(expiry_n),
@@ -470,10 +496,16 @@ pub(crate) fn run_all(r: &mut Runner) {
             "earliest pending expiry with 1M timers at random deadlines (1 s .. 2.8 h)",
         );
     }
-    r.case("next_expiry", &case, Schedule::Sequential, || {
-        let alt = Contender::skip(tokio_alt::NAME, "no next-expiry API");
-        with_alt(all_peers!(next_expiry(next_n)), alt)
-    });
+    r.case(
+        "next_expiry",
+        &case,
+        Chart::Bars,
+        Schedule::Sequential,
+        || {
+            let alt = Contender::skip(tokio_alt::NAME, "no next-expiry API");
+            with_alt(all_peers!(next_expiry(next_n)), alt)
+        },
+    );
 
     let big_case = human(big);
     if r.wants_group("arm_cancel_pending", &["1K", &big_case]) {
@@ -494,12 +526,17 @@ pub(crate) fn run_all(r: &mut Runner) {
             "kernel timers (POSIX, timerfd) are only filled to 1K: millions of kernel timers are not sensible",
         );
     }
-    r.case("arm_cancel_pending", "1K", Schedule::Interleaved, || {
-        with_alt(all_peers!(arm_cancel(1_000)), alt_arm_cancel(1_000))
-    });
+    r.case(
+        "arm_cancel_pending",
+        "1K",
+        Chart::Bars,
+        Schedule::Interleaved,
+        || with_alt(all_peers!(arm_cancel(1_000)), alt_arm_cancel(1_000)),
+    );
     r.case(
         "arm_cancel_pending",
         &big_case,
+        Chart::Bars,
         Schedule::Sequential,
         || with_alt(all_peers!(arm_cancel(big)), alt_arm_cancel(big)),
     );
@@ -523,8 +560,8 @@ pub(crate) fn run_all(r: &mut Runner) {
         ];
         let (bytes, allocs): (Vec<Record>, Vec<Record>) =
             rows.into_iter().map(|[a, b]| (a, b)).unzip();
-        r.values("memory", "bytes_per_timer", bytes);
-        r.values("memory", "allocs_per_timer", allocs);
+        r.values("memory", "bytes_per_timer", Chart::Bars, bytes);
+        r.values("memory", "allocs_per_timer", Chart::Bars, allocs);
     }
 
     if r.wants("wheel", "arm_cancel_1K") {
@@ -534,11 +571,17 @@ pub(crate) fn run_all(r: &mut Runner) {
              arm+cancel (now+100) with 1K pending",
         );
     }
-    r.case("wheel", "arm_cancel_1K", Schedule::Interleaved, || {
-        vec![
-            arm_cancel::<WheelPeer>(1_000),
-            arm_cancel::<HeapPeer>(1_000),
-            arm_cancel::<BTreePeer>(1_000),
-        ]
-    });
+    r.case(
+        "wheel",
+        "arm_cancel_1K",
+        Chart::Bars,
+        Schedule::Interleaved,
+        || {
+            vec![
+                arm_cancel::<WheelPeer>(1_000),
+                arm_cancel::<HeapPeer>(1_000),
+                arm_cancel::<BTreePeer>(1_000),
+            ]
+        },
+    );
 }

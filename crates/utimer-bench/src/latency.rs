@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use utimer::Runtime;
 
+use super::plot::Chart;
 use super::{Record, Runner};
 
 const GROUP: &str = "latency";
@@ -178,7 +179,7 @@ pub(crate) fn run(r: &mut Runner) {
             wheel_bound_us(farthest),
             "µs",
         ));
-        r.values(GROUP, case, records);
+        r.values(GROUP, case, Chart::Percentiles, records);
     }
     let window = r.pick(Duration::from_millis(500), Duration::from_secs(1));
     for (case, far) in [
@@ -206,6 +207,7 @@ pub(crate) fn run(r: &mut Runner) {
         r.values(
             GROUP,
             case,
+            Chart::Bars,
             vec![Record::value(
                 GROUP,
                 case,

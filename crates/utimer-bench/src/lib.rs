@@ -52,18 +52,19 @@ mod progress;
 mod report;
 mod threads;
 
+// The kernel patches utimer rebuilt, each replayed with its own experiment
+// (docs/kernel.md).
+mod delete_sync;
 mod latency;
-mod seed000;
-mod seed002;
-mod seed003;
-mod seed003_costs;
-mod seed003_latency;
-mod seed004;
+mod posix_timers;
+mod pull_model;
+mod rearm_shares;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use plot::Chart;
 pub use report::Record;
 
 /// Options of `utimer bench`.
@@ -89,13 +90,13 @@ pub const GROUPS: &[&str] = &[
     "memory",
     "wheel",
     "threads",
-    "seed002",
-    "seed000",
-    "seed004",
-    "seed003-lookup",
-    "seed003-workload2025",
-    "seed003-costs",
-    "seed003-latency",
+    "rearm_shares",
+    "delete_sync",
+    "pull_model",
+    "posix-lookup",
+    "posix-workload2025",
+    "posix-costs",
+    "posix-latency",
     "latency",
     "async",
 ];
@@ -110,10 +111,10 @@ pub fn run(opts: &Options) -> Result<(), String> {
     progress::start(std::io::stderr().is_terminal(), total);
     cases::run_all(&mut r);
     threads::run_all(&mut r);
-    seed002::run(&mut r);
-    seed000::run(&mut r);
-    seed004::run(&mut r);
-    seed003::run(&mut r);
+    rearm_shares::run(&mut r);
+    delete_sync::run(&mut r);
+    pull_model::run(&mut r);
+    posix_timers::run(&mut r);
     latency::run(&mut r);
     async_timers::run(&mut r);
     progress::finish();
@@ -327,11 +328,13 @@ impl Runner {
         report::print_note(group, text);
     }
 
-    /// Measures one case. `build` is only called if the filter selects it.
+    /// Measures one case, drawn by `--plot` as `chart` says. `build` is
+    /// only called if the filter selects it.
     pub fn case<'a>(
         &mut self,
         group: &str,
         case: &str,
+        chart: Chart,
         schedule: Schedule,
         build: impl FnOnce() -> Vec<Contender<'a>>,
     ) {
@@ -349,24 +352,28 @@ impl Runner {
         };
         let records: Vec<Record> = results
             .into_iter()
-            .map(|(name, outcome)| Record::timing(group, case, &name, self.mode(), outcome))
+            .map(|(name, outcome)| {
+                Record::timing(group, case, &name, self.mode(), outcome).charted(chart)
+            })
             .collect();
         report::print_case(case, &records);
         self.records.extend(records);
     }
 
-    /// Records values that are not timings (bytes per timer, percentages)
-    /// and prints them as one table.
-    pub fn values(&mut self, group: &str, case: &str, records: Vec<Record>) {
+    /// Records values that are not timings (bytes per timer, percentages),
+    /// drawn by `--plot` as `chart` says, and prints them as one table.
+    pub fn values(&mut self, group: &str, case: &str, chart: Chart, records: Vec<Record>) {
         if !self.wants(group, case) {
             return;
         }
         report::print_case(case, &records);
-        self.records.extend(records);
+        self.push_records(chart, records);
     }
 
-    /// Keeps records that the caller has already printed.
-    pub fn push_records(&mut self, records: Vec<Record>) {
+    /// Keeps records that the caller has already printed, drawn by `--plot`
+    /// as `chart` says.
+    pub fn push_records(&mut self, chart: Chart, records: Vec<Record>) {
+        let records = records.into_iter().map(|r| r.charted(chart));
         self.records.extend(records);
     }
 
@@ -496,7 +503,7 @@ mod tests {
             ..Options::default()
         };
         let mut r = Runner::new(&opts);
-        r.case("g", "c", Schedule::Interleaved, || {
+        r.case("g", "c", Chart::Bars, Schedule::Interleaved, || {
             vec![
                 Contender::batched("spin", || {
                     Ok(|n: u64| {

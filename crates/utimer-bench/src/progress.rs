@@ -5,7 +5,7 @@
 //! stderr is not a terminal nothing is written.
 //!
 //! The state is process-wide so that the printing functions in `report` and
-//! the seeds' own tables can clear the line without a handle; only
+//! the kernel replays' own tables (`rearm_shares`) can clear the line without a handle; only
 //! [`crate::run`] switches it on, so tests and the Criterion benches never
 //! draw it.
 

@@ -14,6 +14,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::plot::Chart;
 use super::{progress, Outcome, Runner};
 
 /// One row: a measured timing, a measured value, or a skip.
@@ -40,7 +41,8 @@ pub struct Record {
     /// Operations per sample (batch size, or timers per firing run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ops_per_sample: Option<u64>,
-    /// For seed002: the number the Linux patch reported for the same cell.
+    /// For `rearm_shares`: the number the Linux patch reported for the same
+    /// cell.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
     /// Why the row was not measured.
@@ -48,6 +50,10 @@ pub struct Record {
     pub skipped: Option<String>,
     /// `quick` or `full`.
     pub mode: String,
+    /// What `--plot` draws of the row's case, as the case was registered
+    /// with the [`Runner`]; not in the JSON.
+    #[serde(skip)]
+    pub chart: Chart,
 }
 
 /// Nearest-rank percentile of sorted values.
@@ -82,6 +88,7 @@ impl Record {
             reference: None,
             skipped: None,
             mode: mode.to_string(),
+            chart: Chart::Bars,
         }
     }
 
@@ -138,6 +145,12 @@ impl Record {
 
     pub fn with_reference(mut self, reference: &str) -> Self {
         self.reference = Some(reference.to_string());
+        self
+    }
+
+    /// The row, drawn as `chart` says.
+    pub fn charted(mut self, chart: Chart) -> Self {
+        self.chart = chart;
         self
     }
 }

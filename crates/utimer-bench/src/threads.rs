@@ -60,6 +60,7 @@ use super::peers::timerfd::TimerFd;
 use super::peers::tokio_alt;
 use super::peers::tokio_sleep::poll_once;
 use super::peers::utimer::{empty_timer, UtimerPeer};
+use super::plot::Chart;
 use super::{Contender, Runner, Sample, Schedule};
 
 const GROUP: &str = "threads";
@@ -163,12 +164,12 @@ fn arm_cancel_loop(
     barrier: &Barrier,
 ) -> Span {
     let at = sys.now() + ARM_DELTA;
-    t.add(at).expect("a live system");
+    t.add(utimer::Expiry::Tick(at)).expect("a live system");
     t.delete();
     barrier.wait();
     span(|| {
         for _ in 0..ops {
-            let _ = black_box(t.add(black_box(at)));
+            let _ = black_box(t.add(utimer::Expiry::Tick(black_box(at))));
             black_box(t.delete());
         }
     })
@@ -384,7 +385,8 @@ pub(crate) fn run_all(r: &mut Runner) {
     for (case, threads) in [("1_thread", 1), ("2_threads", 2)] {
         let names = NAMES;
         let logs: Vec<OverlapLog> = names.iter().map(|_| OverlapLog::default()).collect();
-        r.case(GROUP, case, Schedule::Interleaved, || {
+        // Bars, and a line per row against the thread count.
+        r.case(GROUP, case, Chart::Scaling, Schedule::Interleaved, || {
             vec![
                 utimer(threads, ops, logs[0].clone(), false),
                 utimer(threads, ops, logs[1].clone(), true),
@@ -425,13 +427,19 @@ pub(crate) fn run_all(r: &mut Runner) {
              arming and cancelling at once; each row is one thread's ns/op",
         );
     }
-    r.case(GROUP, "shared_base", Schedule::Interleaved, || {
-        vec![
-            utimer_shared_base(0, true, ops),
-            utimer_shared_base(1, true, ops),
-            utimer_shared_base(1, false, ops),
-        ]
-    });
+    r.case(
+        GROUP,
+        "shared_base",
+        Chart::Bars,
+        Schedule::Interleaved,
+        || {
+            vec![
+                utimer_shared_base(0, true, ops),
+                utimer_shared_base(1, true, ops),
+                utimer_shared_base(1, false, ops),
+            ]
+        },
+    );
 }
 
 /// Prints each row's 2-thread / 1-thread ratio, next to the baseline's.

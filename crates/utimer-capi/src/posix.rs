@@ -122,9 +122,9 @@ pub unsafe extern "C" fn utimer_timer_create(
         let id = match ev {
             Some(ev) => {
                 let notify = notify_of(ev)?;
-                u.sys.timer_create(clock, notify)
+                u.sys.posix().timer_create(clock, notify)
             }
-            None => u.sys.timer_create_with(clock, |id| Notify::Signal {
+            None => u.sys.posix().timer_create_with(clock, |id| Notify::Signal {
                 signo: libc::SIGALRM,
                 value: id.raw() as usize,
                 thread: None,
@@ -170,6 +170,7 @@ pub unsafe extern "C" fn utimer_timer_settime(
         let abstime = flags & UTIMER_TIMER_ABSTIME != 0;
         let old = u
             .sys
+            .posix()
             .timer_settime(TimerId::from_raw(timerid), abstime, spec)
             .map_err(errno)?;
         if !old_value.is_null() {
@@ -199,6 +200,7 @@ pub unsafe extern "C" fn utimer_timer_gettime(
         let u = unsafe { handle(u) }?;
         let cur = u
             .sys
+            .posix()
             .timer_gettime(TimerId::from_raw(timerid))
             .map_err(errno)?;
         if curr_value.is_null() {
@@ -222,6 +224,7 @@ pub unsafe extern "C" fn utimer_timer_getoverrun(u: *mut utimer_t, timerid: c_in
         // SAFETY: the caller's promise.
         let u = unsafe { handle(u) }?;
         u.sys
+            .posix()
             .timer_getoverrun(TimerId::from_raw(timerid))
             .map_err(errno)
     })
@@ -240,6 +243,7 @@ pub unsafe extern "C" fn utimer_timer_delete(u: *mut utimer_t, timerid: c_int) -
         // SAFETY: the caller's promise.
         let u = unsafe { handle(u) }?;
         u.sys
+            .posix()
             .timer_delete(TimerId::from_raw(timerid))
             .map_err(errno)?;
         Ok(0)
@@ -259,6 +263,9 @@ pub unsafe extern "C" fn utimer_timer_fd(u: *mut utimer_t, timerid: c_int) -> c_
     guard(-1, || {
         // SAFETY: the caller's promise.
         let u = unsafe { handle(u) }?;
-        u.sys.timer_fd(TimerId::from_raw(timerid)).map_err(errno)
+        u.sys
+            .posix()
+            .timer_fd(TimerId::from_raw(timerid))
+            .map_err(errno)
     })
 }

@@ -39,7 +39,9 @@ fn open(n: c_uint, threads: bool) -> Result<*mut utimer_t, Errno> {
             Runtime::with_builder(builder).map_err(|e| e.raw_os_error().unwrap_or(libc::EAGAIN))?;
         (rt.system_arc(), Some(rt))
     } else {
-        let sys = builder.try_build().map_err(crate::ffi::errno)?;
+        let sys = builder
+            .try_build_without_threads()
+            .map_err(crate::ffi::errno)?;
         (Arc::new(sys), None)
     };
     Ok(Box::into_raw(Box::new(utimer_t {

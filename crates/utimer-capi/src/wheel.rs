@@ -9,7 +9,7 @@ use crate::ffi::{errno, guard, handle, int, Errno};
 use crate::system::utimer_t;
 use std::mem::MaybeUninit;
 use std::os::raw::{c_int, c_uint, c_void};
-use utimer::{Timer, TimerError, TimerFlags};
+use utimer::{Expiry, Timer, TimerError, TimerFlags};
 
 /// `flags` of `utimer_timer_setup()`: the timer stays on the worker that
 /// armed it (the kernel's `TIMER_PINNED`).
@@ -105,7 +105,7 @@ fn with_timer(
 /// `t` is NULL or a live handle from `utimer_timer_setup`.
 #[no_mangle]
 pub unsafe extern "C" fn utimer_mod_timer(t: *mut utimer_timer_list, expires: u64) -> c_int {
-    with_timer(t, |t| t.modify(expires))
+    with_timer(t, |t| t.modify(Expiry::Tick(expires)))
 }
 
 /// Re-arms `t` to `expires` only if it is pending: the kernel's
@@ -119,7 +119,7 @@ pub unsafe extern "C" fn utimer_mod_timer_pending(
     t: *mut utimer_timer_list,
     expires: u64,
 ) -> c_int {
-    with_timer(t, |t| t.modify_pending(expires))
+    with_timer(t, |t| t.modify_pending(Expiry::Tick(expires)))
 }
 
 /// Arms `t` at `expires`, or moves it earlier if it is pending later: the
@@ -130,7 +130,7 @@ pub unsafe extern "C" fn utimer_mod_timer_pending(
 /// `t` is NULL or a live handle from `utimer_timer_setup`.
 #[no_mangle]
 pub unsafe extern "C" fn utimer_timer_reduce(t: *mut utimer_timer_list, expires: u64) -> c_int {
-    with_timer(t, |t| t.reduce(expires))
+    with_timer(t, |t| t.reduce(Expiry::Tick(expires)))
 }
 
 /// Cancels `t` without waiting for a running callback: the kernel's

@@ -70,7 +70,8 @@ struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Only run the cases whose "group/case" contains SUBSTR (case-sensitive;
-    /// e.g. `arm_cancel`, `seed002`, `memory`)
+    /// e.g. `arm_cancel`, `rearm_shares`, `memory`, `posix` for the four
+    /// POSIX timer groups)
     #[arg(long, value_name = "SUBSTR", value_parser = NonEmptyStringValueParser::new())]
     filter: Option<String>,
     /// Also draw the results as SVG charts into DIR (created if missing):
@@ -134,7 +135,7 @@ mod tests {
             "--quick",
             "--json",
             "out.json",
-            "--filter=seed",
+            "--filter=posix",
             "--plot",
             "plots",
         ])
@@ -144,7 +145,7 @@ mod tests {
         let o = bench::Options::from(a);
         assert!(o.quick);
         assert_eq!(o.json, Some(PathBuf::from("out.json")));
-        assert_eq!(o.filter.as_deref(), Some("seed"));
+        assert_eq!(o.filter.as_deref(), Some("posix"));
         assert_eq!(o.plot, Some(PathBuf::from("plots")));
     }
 

@@ -13,8 +13,8 @@ their pinned timers or as the last idle worker. It prints hierarchy levels,
 compare-and-swaps and group locks per idle entry and exit (mean and max),
 and timer wake-ups per simulated second.";
 
-/// `utimer sim`'s options: run the pull model (seed 004) on virtual
-/// workers and time.
+/// `utimer sim`'s options: run the pull model (the kernel's hierarchical
+/// timer migration, 2022) on virtual workers and time.
 #[derive(Debug, Default, Args)]
 pub(crate) struct SimArgs {
     /// Virtual workers (1..=65536); default: a table for 8, 64, 512 and 1,024

@@ -22,7 +22,7 @@
 //! beside its peers.
 
 use std::hint::black_box;
-use utimer::{Clock, Timer, TimerSystem};
+use utimer::{Clock, Expiry, Timer, TimerSystem};
 
 fn main() {
     // UTIMER_CLOCK=monotonic: the default clock instead of a manual one.
@@ -34,7 +34,7 @@ fn main() {
     let sys = TimerSystem::builder()
         .workers(1)
         .clock(clock.clone())
-        .build();
+        .build_without_threads();
     let owner = std::env::args().nth(1).as_deref() == Some("owner");
     let n: u64 = std::env::args()
         .nth(2)
@@ -71,36 +71,39 @@ fn main() {
 #[inline(never)]
 fn arm_cancel_loop(t: &Timer, at: u64, n: u64) {
     for _ in 0..n {
-        t.add(black_box(at)).expect("a live system");
+        t.add(Expiry::Tick(black_box(at))).expect("a live system");
         black_box(t.delete());
     }
 }
 
 #[inline(never)]
 fn rearm_loop(t: &Timer, e: u64, n: u64) {
-    t.add(e).expect("a live system");
+    t.add(Expiry::Tick(e)).expect("a live system");
     for i in 0..n {
         let x = if i % 2 == 0 { e + 4096 } else { e };
-        black_box(t.modify(black_box(x)).expect("a live system"));
+        black_box(t.modify(Expiry::Tick(black_box(x))).expect("a live system"));
     }
 }
 
 #[inline(never)]
 fn rearm_same_loop(t: &Timer, e: u64, n: u64) {
-    t.add(e).expect("a live system");
+    t.add(Expiry::Tick(e)).expect("a live system");
     for i in 0..n {
         let x = if i % 2 == 0 { e + 1 } else { e };
-        black_box(t.modify(black_box(x)).expect("a live system"));
+        black_box(t.modify(Expiry::Tick(black_box(x))).expect("a live system"));
     }
 }
 
 #[inline(never)]
 fn rearm_round_loop(t: &Timer, e: u64, n: u64) {
-    t.add(e).expect("a live system");
+    t.add(Expiry::Tick(e)).expect("a live system");
     let mut k = 0;
     for _ in 0..n {
         k = if k == 2 { 0 } else { k + 1 };
-        black_box(t.modify(black_box(e + k * 4096)).expect("a live system"));
+        black_box(
+            t.modify(Expiry::Tick(black_box(e + k * 4096)))
+                .expect("a live system"),
+        );
     }
 }
 

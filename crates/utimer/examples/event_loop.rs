@@ -16,7 +16,7 @@ enum Job {
 }
 
 fn main() {
-    let sys = Arc::new(TimerSystem::builder().workers(1).build());
+    let sys = Arc::new(TimerSystem::builder().workers(1).build_without_threads());
     let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
     let start = Instant::now();
 

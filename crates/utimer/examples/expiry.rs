@@ -9,7 +9,7 @@
 //! valgrind --tool=callgrind target/release/examples/expiry 100000 1
 //! ```
 
-use utimer::{Clock, TimerSystem};
+use utimer::{Clock, Expiry, TimerSystem};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -22,7 +22,7 @@ fn main() {
     let sys = TimerSystem::builder()
         .workers(1)
         .clock(clock.clone())
-        .build();
+        .build_without_threads();
     let owner = args.next().as_deref() == Some("owner");
     let _worker = owner.then(|| sys.register_worker(0, || {}).expect("worker 0"));
     let _entered = (!owner).then(|| sys.enter(0).expect("worker 0"));
@@ -31,7 +31,8 @@ fn main() {
     for _ in 0..rounds {
         let now = sys.now();
         for (i, t) in timers.iter().enumerate() {
-            t.add(now + 1 + (i as u64 % 64)).expect("a live system");
+            t.add(Expiry::Tick(now + 1 + (i as u64 % 64)))
+                .expect("a live system");
         }
         let until = now + 64 + 16;
         clock.set(until);

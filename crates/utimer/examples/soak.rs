@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
-use utimer::{ClockId, HrRestart, HrTimer, Runtime, Timer, TimerFlags, TimerSystem};
+use utimer::{ClockId, Expiry, HrRestart, HrTimer, Runtime, Timer, TimerFlags, TimerSystem};
 
 const TIMERS_PER_THREAD: usize = 1024;
 const HRTIMERS_PER_THREAD: usize = 4;
@@ -245,7 +245,7 @@ fn on_fire(shared: &Shared, track: &Track, t: &Timer) {
     }
     if std::mem::take(&mut b.rearm) && !b.dropped {
         let e = shared.ticks.now() + 1 + (e_hash(t) % SPREAD);
-        let r = t.modify(e);
+        let r = t.modify(Expiry::Tick(e));
         b.note('R', r.map_or(-1, |w| w as i8), e, now);
         match r {
             Ok(was) => {
@@ -376,7 +376,7 @@ fn owner(sys: Arc<TimerSystem>, shared: Arc<Shared>, id: usize, args: &Args) -> 
         match (r >> 8) % 100 {
             0..=29 => {
                 let mut b = lock(&slot.belief);
-                let res = slot.timer.modify(e);
+                let res = slot.timer.modify(Expiry::Tick(e));
                 b.note('M', res.map_or(-1, |w| w as i8), e, sys.now());
                 match res {
                     Ok(true) if b.queued.is_none() => flag_b(&books.inconsistent, line!(), &b),
@@ -393,7 +393,7 @@ fn owner(sys: Arc<TimerSystem>, shared: Arc<Shared>, id: usize, args: &Args) -> 
             }
             30..=44 => {
                 let mut b = lock(&slot.belief);
-                let res = slot.timer.modify_pending(e);
+                let res = slot.timer.modify_pending(Expiry::Tick(e));
                 b.note('P', res.map_or(-1, |w| w as i8), e, sys.now());
                 match res {
                     Ok(true) if b.queued.is_none() => flag_b(&books.inconsistent, line!(), &b),
@@ -404,7 +404,7 @@ fn owner(sys: Arc<TimerSystem>, shared: Arc<Shared>, id: usize, args: &Args) -> 
             }
             45..=59 => {
                 let mut b = lock(&slot.belief);
-                let res = slot.timer.reduce(e);
+                let res = slot.timer.reduce(Expiry::Tick(e));
                 b.note('U', res.map_or(-1, |w| w as i8), e, sys.now());
                 match res {
                     // Fires at the earlier of the two, never later: the
@@ -620,10 +620,10 @@ fn main() -> ExitCode {
         .flat_map(|o| &o.dropped)
         .filter(|b| lock(b).maybe.is_some())
         .count() as u64;
-    let s = sys.stats();
+    let s = sys.metrics().totals();
     let (mut hr_fired, mut hr_pending) = (0, 0);
     for w in 0..sys.workers() {
-        let h = sys.hr_stats(w).expect("worker");
+        let h = sys.metrics().hr_stats(w).expect("worker");
         hr_fired += h.fired;
         hr_pending += h.pending;
     }

@@ -32,7 +32,7 @@
 //! | a timeout that is usually cancelled or pushed back (per request, per connection, keepalive) | [`Timer`] (`sys.timer(f)`), the kernel's `timer_list` | never early, at most one granule of its wheel level late (about 12.5% of the timeout; exact under 63 ticks) | O(1), no allocation per arm |
 //! | a deadline that must be met: periodic work, a precise wake-up | [`HrTimer`] (`sys.hrtimer(clock, f)`), the kernel's `hrtimer` | at its nanosecond expiry, plus the wake-up latency | O(log n) |
 //! | to block a thread until a time | [`TimerSystem::sleep`], [`TimerSystem::sleep_until`], a [`Sleeper`] | as an hrtimer | — |
-//! | POSIX semantics: signals, an fd, overruns, wall-clock timers | [`TimerSystem::timer_create`] … [`TimerSystem::timer_delete`] ([`posix`]) | as an hrtimer; periodic timers do not drift | lock-free ID lookup |
+//! | POSIX semantics: signals, an fd, overruns, wall-clock timers | [`sys.posix()`](TimerSystem::posix): [`timer_create`](PosixTimers::timer_create) … [`timer_delete`](PosixTimers::timer_delete) ([`posix`]) | as an hrtimer; periodic timers do not drift | lock-free ID lookup |
 //!
 //! Async code uses the `utimer-async` crate (`tokio::time`-shaped futures
 //! for any executor) and C code the `utimer-capi` library.
@@ -42,8 +42,9 @@
 //! Every arming call of a [`Timer`] ([`add`](Timer::add),
 //! [`modify`](Timer::modify), [`modify_pending`](Timer::modify_pending),
 //! [`reduce`](Timer::reduce)) takes an [`Expiry`]: a `Duration` from now,
-//! an `Instant`, [`Expiry::AfterTicks`], or an absolute tick (`u64`, like
-//! the kernel's `jiffies + n`; [`TimerSystem::now`] is the coarse tick).
+//! an `Instant`, [`Expiry::AfterTicks`], or an absolute tick
+//! ([`Expiry::Tick`], like the kernel's `jiffies + n`;
+//! [`TimerSystem::now`] is the coarse tick). A bare integer is no expiry.
 //! The verbs are the kernel's: `modify` arms or re-arms (`mod_timer()`),
 //! `reduce` only ever moves a timer earlier (`timer_reduce()`), `delete`
 //! cancels (`timer_delete()`), [`delete_sync`](Timer::delete_sync) also
@@ -90,26 +91,33 @@
 //!
 //! # Without threads of utimer's own
 //!
-//! A [`TimerSystem`] built with [`TimerSystem::builder`] starts no
-//! threads: bind your own threads to its workers
+//! A [`TimerSystem`] made with [`TimerSystem::without_threads`] or
+//! [`Builder::build_without_threads`] starts no threads (the names say
+//! so; [`Runtime::new`] and [`Builder::start`] do): bind your own threads
+//! to its workers
 //! ([`TimerSystem::register_worker`], [`TimerSystem::enter`]) and run
 //! their expiry ([`TimerSystem::run_expired`]), or drive it from a manual
 //! [`Clock`] in tests:
 //!
 //! ```
-//! use utimer::{Clock, TimerSystem};
+//! use utimer::{Clock, Expiry, TimerSystem};
 //!
 //! let clock = Clock::manual();
-//! let sys = TimerSystem::builder().workers(1).clock(clock.clone()).build();
+//! let sys = TimerSystem::builder()
+//!     .workers(1)
+//!     .clock(clock.clone())
+//!     .build_without_threads();
 //! let timer = sys.timer(|_| {});
-//! timer.modify(50u64).unwrap(); // absolute tick 50 (level 0: exact)
+//! timer.modify(Expiry::Tick(50)).unwrap(); // absolute tick 50 (level 0: exact)
 //! clock.set(49);
 //! assert_eq!(sys.run_expired(0, sys.now()).unwrap(), 0); // never early
 //! clock.set(50);
 //! assert_eq!(sys.run_expired(0, sys.now()).unwrap(), 1);
 //! ```
 //!
-//! The pure timer wheel is usable on its own ([`wheel::Wheel`]). How the
+//! Counters and the kernel's `/proc/timer_list` of a running system are
+//! on [`sys.metrics()`](TimerSystem::metrics). The pure timer wheel is
+//! usable on its own ([`wheel::Wheel`]). How the
 //! modules stand in layers, and why, is in `docs/architecture.md`; each
 //! module's own documentation explains its part.
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -121,7 +129,7 @@ mod migration;
 mod nohz;
 pub mod posix;
 pub mod runtime;
-#[cfg(not(loom))]
+#[cfg(all(not(loom), feature = "bench-internals"))]
 pub mod sim;
 mod sync;
 mod system;
@@ -133,12 +141,12 @@ pub use error::TimerError;
 pub use hrtimer::{HrBaseInfo, HrFire, HrRestart, HrStats, HrTimer};
 pub use migration::{GroupInfo, MigrationStats, Topology};
 #[cfg(not(loom))]
-pub use posix::{ItimerSpec, Notify, TimerId};
+pub use posix::{ItimerSpec, Notify, PosixTimers, TimerId};
 #[cfg(not(loom))]
 pub use runtime::Runtime;
 pub use system::{
-    Builder, EnterGuard, HrSleeper, Interrupter, SleepOutcome, Sleeper, SystemRef, TimerList,
-    TimerSystem, WheelBaseInfo, Worker, WorkerTimers,
+    Builder, EnterGuard, HrSleeper, Interrupter, Metrics, SleepOutcome, Sleeper, SystemRef,
+    TimerList, TimerSystem, WheelBaseInfo, Worker, WorkerTimers,
 };
 pub use time::{Clock, ClockId, Expiry};
 pub use timer_list::{BaseKind, BaseStats, Timer, TimerFlags};

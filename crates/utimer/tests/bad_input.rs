@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use utimer::wheel::MAX_DELTA;
-use utimer::{Clock, TimerError, TimerSystem};
+use utimer::{Clock, Expiry, TimerError, TimerSystem};
 
 mod common;
 use common::{counter, manual};
@@ -19,7 +19,7 @@ fn past_expiry_fires_at_the_next_run() {
     sys.run_expired(0, 1000).unwrap();
     let (n, f) = counter();
     let t = sys.timer(f);
-    t.modify(3).unwrap();
+    t.modify(Expiry::Tick(3)).unwrap();
     // The same `now` as the last run: the past timer still fires.
     assert_eq!(sys.run_expired(0, 1000).unwrap(), 1);
     assert_eq!(n.load(Ordering::Relaxed), 1);
@@ -30,7 +30,7 @@ fn huge_expiries_clamp_to_the_wheel_range() {
     let (sys, clock) = manual(1);
     let (n, f) = counter();
     let t = sys.timer(f);
-    t.modify(u64::MAX).unwrap();
+    t.modify(Expiry::Tick(u64::MAX)).unwrap();
     assert_eq!(t.expires(), MAX_DELTA);
     let fires = t.fires_at().unwrap();
     assert!(fires >= MAX_DELTA);
@@ -41,8 +41,8 @@ fn huge_expiries_clamp_to_the_wheel_range() {
 
     t.modify(Duration::MAX).unwrap();
     assert!(t.is_pending());
-    assert!(t.reduce(u64::MAX).unwrap());
-    let sys2 = TimerSystem::new(1);
+    assert!(t.reduce(Expiry::Tick(u64::MAX)).unwrap());
+    let sys2 = TimerSystem::without_threads(1);
     let t2 = sys2.timer(|_| {});
     t2.modify(Duration::MAX).unwrap();
     t2.modify(std::time::Instant::now() + Duration::from_secs(1 << 40))
@@ -55,12 +55,12 @@ fn timer_outliving_its_system_is_inert() {
     let (sys, _clock) = manual(2);
     let (n, f) = counter();
     let t = sys.timer(f);
-    t.modify(10).unwrap();
+    t.modify(Expiry::Tick(10)).unwrap();
     drop(sys);
     assert!(!t.is_pending(), "pending timers are cancelled at shutdown");
-    assert_eq!(t.modify(20), Err(TimerError::Shutdown));
-    assert_eq!(t.add(20), Err(TimerError::Shutdown));
-    assert_eq!(t.add_on(1, 20), Err(TimerError::Shutdown));
+    assert_eq!(t.modify(Expiry::Tick(20)), Err(TimerError::Shutdown));
+    assert_eq!(t.add(Expiry::Tick(20)), Err(TimerError::Shutdown));
+    assert_eq!(t.add_on(1, Expiry::Tick(20)), Err(TimerError::Shutdown));
     assert!(!t.delete());
     assert_eq!(n.load(Ordering::Relaxed), 0);
     drop(t);
@@ -70,14 +70,20 @@ fn timer_outliving_its_system_is_inert() {
 fn errors_for_misuse() {
     let (sys, _clock) = manual(2);
     let t = sys.timer(|_| {});
-    assert_eq!(t.add_on(2, 5), Err(TimerError::NoSuchWorker { worker: 2 }));
-    t.add(5).unwrap();
-    assert_eq!(t.add(6), Err(TimerError::AlreadyPending));
+    assert_eq!(
+        t.add_on(2, Expiry::Tick(5)),
+        Err(TimerError::NoSuchWorker { worker: 2 })
+    );
+    t.add(Expiry::Tick(5)).unwrap();
+    assert_eq!(t.add(Expiry::Tick(6)), Err(TimerError::AlreadyPending));
     assert_eq!(t.expires(), 5, "a refused add changes nothing");
     assert!(sys.enter(7).is_err());
     assert!(sys.run_expired(2, 0).is_err());
     assert!(sys.next_expiry(9).is_err());
-    assert!(sys.base_stats(9, utimer::BaseKind::Local).is_err());
+    assert!(sys
+        .metrics()
+        .base_stats(9, utimer::BaseKind::Local)
+        .is_err());
     assert_eq!(
         TimerError::NoSuchWorker { worker: 2 }.to_string(),
         "no worker 2: worker indices start at 0 and stay below the system's worker count"
@@ -90,19 +96,19 @@ fn panicking_callback_does_not_poison_the_base() {
     let bad = sys.timer(|_| panic!("callback failure (expected by this test)"));
     let (n, f) = counter();
     let good = sys.timer(f);
-    bad.modify(5).unwrap();
-    good.modify(5).unwrap();
+    bad.modify(Expiry::Tick(5)).unwrap();
+    good.modify(Expiry::Tick(5)).unwrap();
     clock.set(5);
     assert_eq!(sys.run_expired(0, 5).unwrap(), 2);
     assert_eq!(n.load(Ordering::Relaxed), 1);
-    let s = sys.stats();
+    let s = sys.metrics().totals();
     assert_eq!((s.panicked, s.fired), (1, 2));
     // The base still works.
-    bad.modify(9).unwrap();
-    good.modify(9).unwrap();
+    bad.modify(Expiry::Tick(9)).unwrap();
+    good.modify(Expiry::Tick(9)).unwrap();
     clock.set(9);
     assert_eq!(sys.run_expired(0, 9).unwrap(), 2);
-    assert_eq!(sys.stats().panicked, 2);
+    assert_eq!(sys.metrics().totals().panicked, 2);
 }
 
 #[test]
@@ -121,12 +127,12 @@ fn the_panic_hook_is_told_and_may_panic_itself() {
             s.lock().unwrap().push(msg);
             panic!("the hook fails too (expected by this test)");
         })
-        .build();
+        .build_without_threads();
     let bad = sys.timer(|_| panic!("boom (expected by this test)"));
     let (n, f) = counter();
     let good = sys.timer(f);
-    bad.modify(2).unwrap();
-    good.modify(2).unwrap();
+    bad.modify(Expiry::Tick(2)).unwrap();
+    good.modify(Expiry::Tick(2)).unwrap();
     clock.set(2);
     assert_eq!(sys.run_expired(0, 2).unwrap(), 2);
     assert_eq!(
@@ -134,5 +140,5 @@ fn the_panic_hook_is_told_and_may_panic_itself() {
         vec!["boom (expected by this test)".to_string()]
     );
     assert_eq!(n.load(Ordering::Relaxed), 1);
-    assert_eq!(sys.stats().panicked, 1);
+    assert_eq!(sys.metrics().totals().panicked, 1);
 }

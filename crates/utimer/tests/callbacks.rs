@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use utimer::{Timer, TimerFlags};
+use utimer::{Expiry, Timer, TimerFlags};
 
 mod common;
 use common::manual;
@@ -21,10 +21,10 @@ fn callback_rearms_its_own_timer() {
         let now = c.advance(0);
         f.lock().unwrap().push(now);
         if f.lock().unwrap().len() < 5 {
-            t.modify(now + 10).unwrap();
+            t.modify(Expiry::Tick(now + 10)).unwrap();
         }
     });
-    t.modify(10).unwrap();
+    t.modify(Expiry::Tick(10)).unwrap();
     for now in 1..=100 {
         clock.set(now);
         sys.run_expired(0, now).unwrap();
@@ -42,9 +42,9 @@ fn callback_rearming_into_the_past_fires_at_the_next_run() {
     let m = n.clone();
     let t = sys.timer(move |t| {
         m.fetch_add(1, Ordering::Relaxed);
-        t.modify(0).unwrap();
+        t.modify(Expiry::Tick(0)).unwrap();
     });
-    t.modify(5).unwrap();
+    t.modify(Expiry::Tick(5)).unwrap();
     clock.set(5);
     assert_eq!(sys.run_expired(0, 5).unwrap(), 1);
     assert_eq!(sys.run_expired(0, 5).unwrap(), 1, "the same now: still due");
@@ -66,17 +66,17 @@ fn dropping_the_handle_inside_its_own_callback() {
         drop(owner); // frees nothing yet: the callback still runs
                      // Re-arming after the owner is gone is harmless: the timer is
                      // cancelled and freed when the callback returns.
-        let _ = me.modify(1);
+        let _ = me.modify(Expiry::Tick(1));
         assert!(me.is_pending());
     });
-    t.modify(3).unwrap();
+    t.modify(Expiry::Tick(3)).unwrap();
     *slot.lock().unwrap() = Some(t);
     for now in 1..20 {
         clock.set(now);
         sys.run_expired(0, now).unwrap();
     }
     assert_eq!(ran.load(Ordering::Relaxed), 1);
-    let s = sys.stats();
+    let s = sys.metrics().totals();
     assert_eq!(s.pending, 0);
     assert_eq!(s.armed, s.fired + s.deleted);
 }
@@ -105,9 +105,9 @@ fn drop_never_blocks_and_frees_after_the_callback() {
             thread::yield_now();
         }
         // Re-armed after its owner is gone: cancelled and freed anyway.
-        let _ = me.modify(0);
+        let _ = me.modify(Expiry::Tick(0));
     });
-    t.modify(1).unwrap();
+    t.modify(Expiry::Tick(1)).unwrap();
     clock.set(1);
     let runner = {
         let sys = sys.clone();
@@ -129,7 +129,7 @@ fn drop_never_blocks_and_frees_after_the_callback() {
         freed.load(Ordering::SeqCst),
         "freed once the callback returned"
     );
-    let s = sys.stats();
+    let s = sys.metrics().totals();
     assert_eq!((s.fired, s.pending), (1, 0));
     assert_eq!(s.armed, s.fired + s.deleted);
     assert_eq!(
@@ -156,12 +156,12 @@ fn delete_cancels_a_due_timer_not_yet_run() {
                 t.delete();
             }
         });
-        t.modify(5).unwrap();
+        t.modify(Expiry::Tick(5)).unwrap();
         both.lock().unwrap().push(Arc::new(t));
     }
     clock.set(5);
     assert_eq!(sys.run_expired(0, 5).unwrap(), 1);
     assert_eq!(ran.load(Ordering::SeqCst), 1);
-    assert_eq!(sys.stats().deleted, 1);
+    assert_eq!(sys.metrics().totals().deleted, 1);
     both.lock().unwrap().clear();
 }

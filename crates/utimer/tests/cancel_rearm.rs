@@ -7,7 +7,7 @@
 #![cfg(not(loom))]
 
 use std::sync::atomic::Ordering::SeqCst;
-use utimer::{BaseKind, TimerError};
+use utimer::{BaseKind, Expiry, TimerError};
 
 mod common;
 
@@ -34,14 +34,20 @@ fn a_cancelled_timeout_leaves_nothing_behind() {
     let _w = sys.enter(0).unwrap();
     let (n, cb) = counter();
     let t = sys.timer(cb);
-    t.modify(AT).unwrap();
+    t.modify(Expiry::Tick(AT)).unwrap();
     assert_eq!(sys.next_expiry(0).unwrap(), Some(BUCKET));
     assert!(t.delete());
     assert!(!t.is_pending());
     assert!(!t.delete(), "a second delete finds nothing");
     assert_eq!(sys.next_expiry(0).unwrap(), None);
-    assert_eq!(sys.stats().pending, 0);
-    assert_eq!(sys.base_stats(0, BaseKind::Global).unwrap().pending, 0);
+    assert_eq!(sys.metrics().totals().pending, 0);
+    assert_eq!(
+        sys.metrics()
+            .base_stats(0, BaseKind::Global)
+            .unwrap()
+            .pending,
+        0
+    );
     run_to(&sys, &clock, BUCKET + 100);
     assert_eq!(n.load(SeqCst), 0);
 }
@@ -53,18 +59,18 @@ fn rearmed_into_its_bucket_it_fires_once_at_the_bucket() {
     let (n, cb) = counter();
     let t = sys.timer(cb);
     for e in [AT, AT + 1, AT - 3, AT + 20] {
-        t.modify(e).unwrap();
+        t.modify(Expiry::Tick(e)).unwrap();
         assert!(t.delete());
     }
-    t.modify(AT + 5).unwrap();
+    t.modify(Expiry::Tick(AT + 5)).unwrap();
     assert_eq!(t.expires(), AT + 5);
     assert_eq!(sys.next_expiry(0).unwrap(), Some(BUCKET));
-    assert_eq!(sys.stats().pending, 1);
+    assert_eq!(sys.metrics().totals().pending, 1);
     run_to(&sys, &clock, BUCKET - 1);
     assert_eq!(n.load(SeqCst), 0, "never early");
     run_to(&sys, &clock, BUCKET + 200);
     assert_eq!(n.load(SeqCst), 1, "once");
-    let s = sys.stats();
+    let s = sys.metrics().totals();
     assert_eq!((s.armed, s.deleted, s.fired, s.pending), (5, 4, 1, 0));
 }
 
@@ -74,10 +80,10 @@ fn a_cancelled_timer_rearmed_elsewhere_fires_only_there() {
     let _w = sys.enter(0).unwrap();
     let (n, cb) = counter();
     let t = sys.timer(cb);
-    t.modify(AT).unwrap();
+    t.modify(Expiry::Tick(AT)).unwrap();
     assert!(t.delete());
     // Another bucket: its old entry must not fire at 1024.
-    t.modify(3000).unwrap();
+    t.modify(Expiry::Tick(3000)).unwrap();
     let other = sys.next_expiry(0).unwrap().unwrap();
     assert!(other >= 3000);
     run_to(&sys, &clock, other - 1);
@@ -96,20 +102,20 @@ fn dropped_after_cancel_and_replaced() {
     let mut armed = Vec::new();
     for _ in 0..100 {
         let old = sys.timer(|_| panic!("a dropped timer fired"));
-        old.modify(AT).unwrap();
+        old.modify(Expiry::Tick(AT)).unwrap();
         assert!(old.delete());
         drop(old);
         let m = n.clone();
         let t = sys.timer(move |_| {
             m.fetch_add(1, SeqCst);
         });
-        t.modify(AT).unwrap();
+        t.modify(Expiry::Tick(AT)).unwrap();
         armed.push(t);
     }
-    assert_eq!(sys.stats().pending, 100);
+    assert_eq!(sys.metrics().totals().pending, 100);
     run_to(&sys, &clock, BUCKET);
     assert_eq!(n.load(SeqCst), 100);
-    assert_eq!(sys.stats().pending, 0);
+    assert_eq!(sys.metrics().totals().pending, 0);
     drop(armed);
 }
 
@@ -119,16 +125,16 @@ fn rearmed_by_another_worker_and_back() {
     let (n, cb) = counter();
     let t = sys.timer(cb);
     let w0 = sys.enter(0).unwrap();
-    t.modify(AT).unwrap();
+    t.modify(Expiry::Tick(AT)).unwrap();
     assert!(t.delete());
     drop(w0);
     // Worker 1 arms it: it moves to worker 1's base, same bucket there.
     let s = sys.clone();
     let t = std::thread::spawn(move || {
         let _w1 = s.enter(1).unwrap();
-        t.modify(AT).unwrap();
+        t.modify(Expiry::Tick(AT)).unwrap();
         assert!(t.delete());
-        t.modify(AT + 1).unwrap();
+        t.modify(Expiry::Tick(AT + 1)).unwrap();
         t
     })
     .join()
@@ -142,7 +148,7 @@ fn rearmed_by_another_worker_and_back() {
     // Back on worker 0, into the bucket of its old entry there.
     let _w0 = sys.enter(0).unwrap();
     assert!(t.delete());
-    t.modify(AT + 2).unwrap();
+    t.modify(Expiry::Tick(AT + 2)).unwrap();
     assert_eq!(sys.next_expiry(0).unwrap(), Some(BUCKET));
     assert_eq!(sys.next_expiry(1).unwrap(), None);
     run_to(&sys, &clock, BUCKET + 100);
@@ -158,8 +164,8 @@ fn offline_after_cancel_moves_only_pending_timers() {
         let _w1 = s.enter(1).unwrap();
         let a = s.timer(|_| panic!("a cancelled timer fired"));
         let b = s.timer(cb);
-        a.modify(AT).unwrap();
-        b.modify(AT).unwrap();
+        a.modify(Expiry::Tick(AT)).unwrap();
+        b.modify(Expiry::Tick(AT)).unwrap();
         assert!(a.delete());
         (a, b)
     })
@@ -178,12 +184,12 @@ fn shutdown_after_cancel() {
     let _w = sys.enter(0).unwrap();
     let (n, cb) = counter();
     let t = sys.timer(cb);
-    t.modify(AT).unwrap();
+    t.modify(Expiry::Tick(AT)).unwrap();
     assert!(t.delete());
     drop(_w);
     assert_eq!(std::sync::Arc::strong_count(&sys), 1);
     drop(sys); // the last owner: the system shuts down
-    assert_eq!(t.modify(AT), Err(TimerError::Shutdown));
+    assert_eq!(t.modify(Expiry::Tick(AT)), Err(TimerError::Shutdown));
     assert!(!t.delete());
     assert_eq!(n.load(SeqCst), 0);
 }
@@ -196,13 +202,15 @@ fn moved_back_and_forth_it_fires_once_where_it_was_left() {
     let _w = sys.enter(0).unwrap();
     let (n, cb) = counter();
     let t = sys.timer(cb);
-    t.modify(AT).unwrap();
+    t.modify(Expiry::Tick(AT)).unwrap();
     for i in 0..10 {
-        assert!(t.modify(if i % 2 == 0 { 5000 } else { AT }).unwrap());
+        assert!(t
+            .modify(Expiry::Tick(if i % 2 == 0 { 5000 } else { AT }))
+            .unwrap());
     }
     // Last re-arm: AT (i = 9).
     assert_eq!(sys.next_expiry(0).unwrap(), Some(BUCKET));
-    assert!(t.modify(5000).unwrap());
+    assert!(t.modify(Expiry::Tick(5000)).unwrap());
     let far = sys.next_expiry(0).unwrap().unwrap();
     assert!(far >= 5000);
     run_to(&sys, &clock, far - 1);
@@ -210,12 +218,12 @@ fn moved_back_and_forth_it_fires_once_where_it_was_left() {
     run_to(&sys, &clock, far);
     assert_eq!(n.load(SeqCst), 1);
     // And cancelled after the swaps, nothing is left at all.
-    t.modify(far + AT).unwrap();
-    assert!(t.modify(far + 5000).unwrap());
-    assert!(t.modify(far + AT).unwrap());
+    t.modify(Expiry::Tick(far + AT)).unwrap();
+    assert!(t.modify(Expiry::Tick(far + 5000)).unwrap());
+    assert!(t.modify(Expiry::Tick(far + AT)).unwrap());
     assert!(t.delete());
     assert_eq!(sys.next_expiry(0).unwrap(), None);
-    assert_eq!(sys.stats().pending, 0);
+    assert_eq!(sys.metrics().totals().pending, 0);
     run_to(&sys, &clock, far + 10_000);
     assert_eq!(n.load(SeqCst), 1);
 }

@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
-use utimer::{Clock, Timer, TimerFlags, TimerSystem};
+use utimer::{Clock, Expiry, Timer, TimerFlags, TimerSystem};
 
 const TIMERS: usize = 64;
 const WORKERS: usize = 4;
@@ -48,7 +48,7 @@ fn shared_timers(owners: bool) {
             .workers(WORKERS)
             .clock(clock.clone())
             .stats(true)
-            .build(),
+            .build_without_threads(),
     );
     let rearm = Arc::new(AtomicBool::new(true));
     let counts: Arc<Vec<AtomicU64>> = Arc::new((0..TIMERS).map(|_| AtomicU64::new(0)).collect());
@@ -65,7 +65,7 @@ fn shared_timers(owners: bool) {
                     counts[i].fetch_add(1, Ordering::Relaxed);
                     // Some timers re-arm themselves from the callback.
                     if i % 5 == 0 && rearm.load(Ordering::Relaxed) {
-                        let _ = t.modify(t.expires() + 7);
+                        let _ = t.modify(Expiry::Tick(t.expires() + 7));
                     }
                 })
             })
@@ -110,10 +110,10 @@ fn shared_timers(owners: bool) {
                     let t = &timers[(r % TIMERS as u64) as usize];
                     let e = sys.now() + (r >> 8) % 300;
                     match (r >> 20) % 6 {
-                        0 | 1 => drop(t.modify(e)),
-                        2 => drop(t.modify_pending(e)),
-                        3 => drop(t.reduce(e)),
-                        4 => drop(t.add(e)),
+                        0 | 1 => drop(t.modify(Expiry::Tick(e))),
+                        2 => drop(t.modify_pending(Expiry::Tick(e))),
+                        3 => drop(t.reduce(Expiry::Tick(e))),
+                        4 => drop(t.add(Expiry::Tick(e))),
                         _ => drop(t.delete()),
                     }
                 }
@@ -131,7 +131,7 @@ fn shared_timers(owners: bool) {
     for t in timers.iter() {
         t.delete();
     }
-    let s = sys.stats();
+    let s = sys.metrics().totals();
     let callbacks: u64 = counts.iter().map(|c| c.load(Ordering::Relaxed)).sum();
     assert_eq!(s.fired, callbacks);
     assert_eq!(s.pending, 0);
@@ -142,7 +142,7 @@ fn shared_timers(owners: bool) {
     let before: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
     let now = sys.now();
     for t in timers.iter() {
-        t.modify(now + 3).unwrap();
+        t.modify(Expiry::Tick(now + 3)).unwrap();
     }
     let later = clock.advance(10);
     for w in 0..WORKERS {
@@ -163,7 +163,7 @@ fn two_workers_each_on_their_own_base() {
         TimerSystem::builder()
             .workers(2)
             .clock(clock.clone())
-            .build(),
+            .build_without_threads(),
     );
     let handles: Vec<_> = (0..2)
         .map(|w| {
@@ -172,10 +172,13 @@ fn two_workers_each_on_their_own_base() {
                 let _g = sys.enter(w).unwrap();
                 let t = sys.timer(|_| {});
                 for i in 0..50_000 {
-                    t.modify(100 + i % 500).unwrap();
+                    t.modify(Expiry::Tick(100 + i % 500)).unwrap();
                     assert!(t.delete());
                 }
-                let s = sys.base_stats(w, utimer::BaseKind::Global).unwrap();
+                let s = sys
+                    .metrics()
+                    .base_stats(w, utimer::BaseKind::Global)
+                    .unwrap();
                 // Everything happened on this worker's own base.
                 assert_eq!(s.armed, 50_000);
                 assert_eq!(s.migrated, 0);

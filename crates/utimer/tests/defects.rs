@@ -5,7 +5,7 @@
 
 use std::sync::atomic::Ordering::SeqCst;
 use utimer::wheel::MAX_TICK;
-use utimer::{Clock, TimerSystem};
+use utimer::{Clock, Expiry, TimerSystem};
 
 mod common;
 use common::{counter, manual};
@@ -22,13 +22,13 @@ fn reduce_never_moves_a_timer_later() {
     let t = sys.timer(f);
     {
         let _w0 = sys.enter(0).unwrap();
-        t.modify(100_500).unwrap();
+        t.modify(Expiry::Tick(100_500)).unwrap();
     }
     let before = t.fires_at().unwrap();
     assert_eq!(before, 100_544, "level 2 from clock 99,001");
     {
         let _w1 = sys.enter(1).unwrap();
-        assert!(t.reduce(100_001).unwrap());
+        assert!(t.reduce(Expiry::Tick(100_001)).unwrap());
     }
     let after = t.fires_at().unwrap();
     assert!(
@@ -66,12 +66,12 @@ fn reduce_is_monotonic_from_anywhere() {
             sys.run_expired(w, now).unwrap();
         }
         if !t.is_pending() {
-            t.modify(now + rand() % 100_000).unwrap();
+            t.modify(Expiry::Tick(now + rand() % 100_000)).unwrap();
         }
         let before = t.fires_at().unwrap();
         let e = now + rand() % 100_000;
         let _g = (w < 3).then(|| sys.enter(w).unwrap());
-        assert!(t.reduce(e).unwrap());
+        assert!(t.reduce(Expiry::Tick(e)).unwrap());
         let after = t.fires_at().unwrap();
         assert!(
             after <= before,
@@ -90,7 +90,7 @@ fn a_stale_base_clock_does_not_make_timers_late() {
     let (n, f) = counter();
     let t = sys.timer(f);
     let _w1 = sys.enter(1).unwrap();
-    t.modify(1_000_050).unwrap();
+    t.modify(Expiry::Tick(1_000_050)).unwrap();
     assert_eq!(t.fires_at(), Some(1_000_050));
     assert_eq!(sys.run_expired(1, 1_000_049).unwrap(), 0, "never early");
     assert_eq!(sys.run_expired(1, 1_000_050).unwrap(), 1);
@@ -102,14 +102,14 @@ fn a_stale_base_clock_does_not_make_timers_late() {
     // re-armed 50 ticks ahead. From the present that is level 0: exact.
     let (sys, clock) = manual(1);
     let t = sys.timer(|_| {});
-    t.modify(600).unwrap();
+    t.modify(Expiry::Tick(600)).unwrap();
     assert_eq!(t.fires_at(), Some(640));
     clock.set(580);
-    assert!(t.modify(630).unwrap());
+    assert!(t.modify(Expiry::Tick(630)).unwrap());
     assert_eq!(t.fires_at(), Some(630));
     // And a longer one lands on the level its distance from now needs:
     // 1000 ticks from 580 is level 2 (64-tick granules), never later.
-    assert!(t.modify(1_580).unwrap());
+    assert!(t.modify(Expiry::Tick(1_580)).unwrap());
     let at = t.fires_at().unwrap();
     assert!((1_580..1_580 + 64).contains(&at), "{at}");
 }
@@ -123,11 +123,11 @@ fn a_timer_armed_just_before_the_last_tick_fires() {
     sys.run_expired(0, MAX_TICK - 100).unwrap();
     let (n, f) = counter();
     let t = sys.timer(f);
-    t.modify(MAX_TICK - 2).unwrap();
+    t.modify(Expiry::Tick(MAX_TICK - 2)).unwrap();
     assert!(t.fires_at().unwrap() <= MAX_TICK);
     let (m, g) = counter();
     let u = sys.timer(g);
-    u.modify(u64::MAX).unwrap();
+    u.modify(Expiry::Tick(u64::MAX)).unwrap();
     clock.set(u64::MAX);
     sys.run_expired(0, sys.now()).unwrap();
     assert_eq!((n.load(SeqCst), m.load(SeqCst)), (1, 1));
@@ -137,7 +137,9 @@ fn a_timer_armed_just_before_the_last_tick_fires() {
 #[test]
 fn the_manual_clock_saturates() {
     let clock = Clock::manual();
-    let sys = TimerSystem::builder().clock(clock.clone()).build();
+    let sys = TimerSystem::builder()
+        .clock(clock.clone())
+        .build_without_threads();
     clock.set(10);
     assert_eq!(clock.advance(u64::MAX), u64::MAX);
     assert_eq!(sys.now(), u64::MAX);
@@ -153,18 +155,18 @@ fn the_manual_clock_saturates() {
 #[test]
 fn a_stale_thread_binding_never_names_a_new_system() {
     for _ in 0..20 {
-        let a = utimer::TimerSystem::new(2);
+        let a = utimer::TimerSystem::without_threads(2);
         let wa = a.register_worker(1, || {}).unwrap();
-        let b = utimer::TimerSystem::new(1);
+        let b = utimer::TimerSystem::without_threads(1);
         let wb = b.register_worker(0, || {}).unwrap();
         drop(wa); // out of order: restores "none"
         drop(wb); // restores a's binding, soon stale
         drop(a);
         drop(b);
-        let c = utimer::TimerSystem::new(1);
+        let c = utimer::TimerSystem::without_threads(1);
         assert_eq!(c.current_worker(), 0);
         let t = c.timer(|_| {});
-        t.modify(5).unwrap();
+        t.modify(Expiry::Tick(5)).unwrap();
         assert!(t.delete());
     }
 }
@@ -185,10 +187,10 @@ fn a_moved_timer_keeps_a_same_bucket_rearm() {
     let t = sys.timer(f);
     {
         let _w0 = sys.enter(0).unwrap();
-        assert!(!t.modify(418).unwrap());
+        assert!(!t.modify(Expiry::Tick(418)).unwrap());
         assert_eq!(t.fires_at(), Some(424), "level 1 from clock 301");
         assert!(
-            t.modify(424).unwrap(),
+            t.modify(Expiry::Tick(424)).unwrap(),
             "same bucket: no lock, nothing written"
         );
     }
@@ -218,14 +220,14 @@ fn next_expiry_forgets_timers_that_left_the_base() {
     let t = sys.timer(|_| {});
     {
         let _w0 = sys.enter(0).unwrap();
-        t.modify(50).unwrap();
+        t.modify(Expiry::Tick(50)).unwrap();
     }
     assert_eq!(sys.next_expiry(0).unwrap(), Some(50));
     assert_eq!(sys.next_expiry(1).unwrap(), None);
     // Moved by a re-arm from worker 1.
     {
         let _w1 = sys.enter(1).unwrap();
-        assert!(t.modify(60).unwrap());
+        assert!(t.modify(Expiry::Tick(60)).unwrap());
     }
     assert_eq!(sys.next_expiry(0).unwrap(), None, "moved away");
     assert_eq!(sys.next_expiry(1).unwrap(), Some(60));
@@ -240,12 +242,12 @@ fn next_expiry_forgets_timers_that_left_the_base() {
     let u = sys.timer(|_| {});
     {
         let _w0 = sys.enter(0).unwrap();
-        t.modify(40).unwrap();
-        u.modify(30).unwrap();
+        t.modify(Expiry::Tick(40)).unwrap();
+        u.modify(Expiry::Tick(30)).unwrap();
         assert_eq!(sys.next_expiry(0).unwrap(), Some(30));
         assert!(u.delete());
         assert_eq!(sys.next_expiry(0).unwrap(), Some(40), "the first left");
-        t.modify(45).unwrap();
+        t.modify(Expiry::Tick(45)).unwrap();
         assert_eq!(sys.next_expiry(0).unwrap(), Some(45));
     }
 }

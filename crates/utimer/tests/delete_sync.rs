@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
-use utimer::{Timer, TimerError, TimerFlags, TimerSystem};
+use utimer::{Expiry, Timer, TimerError, TimerFlags, TimerSystem};
 
 mod common;
 use common::{manual, wait_for};
@@ -32,7 +32,7 @@ fn waits_for_a_running_callback() {
         thread::sleep(Duration::from_millis(50));
         f.store(true, SeqCst);
     });
-    t.modify(1).unwrap();
+    t.modify(Expiry::Tick(1)).unwrap();
     clock.set(1);
     let runner = expire_in_background(&sys, 1);
     wait_for(&started);
@@ -51,7 +51,7 @@ fn pending_and_idle_timers() {
         f.fetch_add(1, SeqCst);
     });
     assert_eq!(t.delete_sync(), Ok(false), "idle");
-    t.modify(5).unwrap();
+    t.modify(Expiry::Tick(5)).unwrap();
     assert_eq!(t.delete_sync(), Ok(true));
     assert!(!t.is_pending());
     clock.set(10);
@@ -67,12 +67,12 @@ fn from_its_own_callback_is_an_error_and_changes_nothing() {
     let seen: Arc<Mutex<Vec<Result<bool, TimerError>>>> = Arc::default();
     let s = seen.clone();
     let t = sys.timer(move |me| {
-        me.modify(100).unwrap();
+        me.modify(Expiry::Tick(100)).unwrap();
         s.lock().unwrap().push(me.delete_sync());
         s.lock().unwrap().push(me.shutdown_sync());
         s.lock().unwrap().push(me.try_delete_sync());
     });
-    t.modify(1).unwrap();
+    t.modify(Expiry::Tick(1)).unwrap();
     clock.set(1);
     sys.run_expired(0, 1).unwrap();
     assert_eq!(
@@ -98,11 +98,11 @@ fn try_delete_sync_reports_a_running_callback() {
     );
     let (s, r) = (started.clone(), release.clone());
     let t = sys.timer(move |me| {
-        me.modify(50).unwrap();
+        me.modify(Expiry::Tick(50)).unwrap();
         s.store(true, SeqCst);
         wait_for(&r);
     });
-    t.modify(1).unwrap();
+    t.modify(Expiry::Tick(1)).unwrap();
     clock.set(1);
     let runner = expire_in_background(&sys, 1);
     wait_for(&started);
@@ -117,17 +117,17 @@ fn try_delete_sync_reports_a_running_callback() {
 fn shutdown_refuses_later_arms() {
     let (sys, _clock) = manual(2);
     let t = sys.timer(|_| {});
-    t.modify(10).unwrap();
+    t.modify(Expiry::Tick(10)).unwrap();
     assert!(t.shutdown());
     assert!(t.is_shutdown());
-    assert_eq!(t.modify(20), Ok(false));
-    assert_eq!(t.add(20), Ok(()));
-    assert_eq!(t.add_on(1, 20), Ok(()));
-    assert_eq!(t.reduce(5), Ok(false));
+    assert_eq!(t.modify(Expiry::Tick(20)), Ok(false));
+    assert_eq!(t.add(Expiry::Tick(20)), Ok(()));
+    assert_eq!(t.add_on(1, Expiry::Tick(20)), Ok(()));
+    assert_eq!(t.reduce(Expiry::Tick(5)), Ok(false));
     assert!(!t.is_pending());
     assert!(!t.shutdown());
     assert_eq!(t.shutdown_sync(), Ok(false));
-    let s = sys.stats();
+    let s = sys.metrics().totals();
     assert_eq!(s.armed, s.fired + s.deleted + s.pending);
 }
 
@@ -140,9 +140,9 @@ fn shutdown_sync_stops_a_timer_that_rearms_itself() {
         let _g = sys.enter(0).unwrap();
         let t = Arc::new(sys.timer_with_flags(TimerFlags::PINNED, move |me| {
             f.fetch_add(1, SeqCst);
-            let _ = me.modify(me.expires() + 1);
+            let _ = me.modify(Expiry::Tick(me.expires() + 1));
         }));
-        t.modify(1).unwrap();
+        t.modify(Expiry::Tick(1)).unwrap();
         t
     };
     let stop = Arc::new(AtomicBool::new(false));
@@ -210,7 +210,8 @@ fn callback_never_runs_after_delete_sync_under_contention() {
         let t = &timers[i];
         // Alternate the arming worker, so timers also migrate.
         let _g = sys.enter((round % 2) as usize).unwrap();
-        t.modify(clock.advance(0) + round % 3).unwrap();
+        t.modify(Expiry::Tick(clock.advance(0) + round % 3))
+            .unwrap();
         if round % 2 == 0 {
             t.delete_sync().unwrap();
             assert!(!t.is_pending());
@@ -228,7 +229,7 @@ fn callback_never_runs_after_delete_sync_under_contention() {
     for t in timers.iter() {
         t.delete_sync().unwrap();
     }
-    let s = sys.stats();
+    let s = sys.metrics().totals();
     assert_eq!(s.armed, s.fired + s.deleted + s.pending);
     let runs: u64 = running.iter().map(|r| r.load(SeqCst)).sum();
     assert_eq!(runs, 2 * s.fired);

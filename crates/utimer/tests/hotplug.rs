@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
-use utimer::{Runtime, TimerError, TimerFlags};
+use utimer::{Expiry, Runtime, TimerError, TimerFlags};
 
 #[test]
 fn an_offline_workers_timers_move_and_fire_once() {
@@ -23,7 +23,7 @@ fn an_offline_workers_timers_move_and_fire_once() {
     {
         let cb = cb.clone();
         let t = sys.timer_with_flags(flags, move |t| cb(t));
-        t.add_on(1, 5 + i as u64).unwrap();
+        t.add_on(1, Expiry::Tick(5 + i as u64)).unwrap();
         timers.push(t);
     }
     assert_eq!(sys.offline(1).unwrap(), 3);
@@ -44,7 +44,10 @@ fn an_offline_workers_timers_move_and_fire_once() {
     );
     assert_eq!(n.load(SeqCst), 3);
     assert_eq!(
-        sys.base_stats(2, utimer::BaseKind::Local).unwrap().migrated,
+        sys.metrics()
+            .base_stats(2, utimer::BaseKind::Local)
+            .unwrap()
+            .migrated,
         1
     );
 }
@@ -55,15 +58,15 @@ fn arms_on_an_offline_worker_land_elsewhere() {
     sys.offline(0).unwrap();
     let (n, cb) = counter();
     let t = sys.timer(cb);
-    t.add_on(0, 3).unwrap(); // routed to worker 1
+    t.add_on(0, Expiry::Tick(3)).unwrap(); // routed to worker 1
     {
         let _on = sys.enter(0).unwrap();
-        assert!(t.modify(4).unwrap());
+        assert!(t.modify(Expiry::Tick(4)).unwrap());
     }
     tick_to(&sys, &clock, 4);
     assert_eq!(n.load(SeqCst), 1);
     sys.online(0).unwrap();
-    t.add_on(0, 6).unwrap();
+    t.add_on(0, Expiry::Tick(6)).unwrap();
     clock.set(6);
     assert_eq!(
         sys.run_expired(0, 6).unwrap(),
@@ -98,7 +101,7 @@ fn bad_hotplug_requests_are_refused() {
     let got = Arc::new(std::sync::Mutex::new(None));
     let (g, s2) = (got.clone(), sys.clone());
     let t = sys.timer(move |_| *g.lock().unwrap() = Some((s2.online(0), s2.offline(1))));
-    t.add_on(1, 1).unwrap();
+    t.add_on(1, Expiry::Tick(1)).unwrap();
     sys.run_expired(1, 1).unwrap();
     let (on, off) = got.lock().unwrap().take().unwrap();
     assert_eq!(on, Ok(()));

@@ -19,7 +19,7 @@ fn manual(workers: usize) -> (Arc<TimerSystem>, Clock) {
         .workers(workers)
         .tick(Duration::from_micros(100))
         .clock(clock.clone())
-        .build();
+        .build_without_threads();
     (Arc::new(sys), clock)
 }
 
@@ -49,7 +49,7 @@ fn sleeper(sys: &Arc<TimerSystem>, at: u64) -> Sl {
 }
 
 fn pending(sys: &TimerSystem, w: usize) -> usize {
-    sys.hr_stats(w).unwrap().pending
+    sys.metrics().hr_stats(w).unwrap().pending
 }
 
 #[test]
@@ -84,7 +84,7 @@ fn fires_at_its_expiry_never_before_and_wakes_once() {
     assert!(s.is_expired() && !s.is_queued());
     assert_eq!(s.as_mut().poll_expired(&mut cx), Poll::Ready(Ok(())));
     assert_eq!(pending(&sys, 0), 0);
-    assert_eq!(sys.hr_stats(0).unwrap().fired, 1);
+    assert_eq!(sys.metrics().hr_stats(0).unwrap().fired, 1);
     // Nothing left to fire.
     clock.set(100);
     sys.run_expired(0, 100).unwrap();

@@ -15,7 +15,7 @@ fn manual(workers: usize) -> (TimerSystem, Clock) {
         .workers(workers)
         .tick(Duration::from_micros(100))
         .clock(clock.clone())
-        .build();
+        .build_without_threads();
     (sys, clock)
 }
 
@@ -49,7 +49,7 @@ fn fires_at_its_expiry_never_before() {
     assert_eq!(sys.run_expired(0, 6).unwrap(), 1);
     assert_eq!(fired.load(SeqCst), 6 * TICK);
     assert!(!t.is_active());
-    assert_eq!(sys.hr_stats(0).unwrap().fired, 1);
+    assert_eq!(sys.metrics().hr_stats(0).unwrap().fired, 1);
 }
 
 #[test]
@@ -121,7 +121,11 @@ fn periodic_forward_does_not_drift() {
     assert!(seen.iter().all(|&(e, now)| now >= e));
     assert_eq!(t.expires(), Some(90 * TICK));
     drop(t);
-    assert_eq!(sys.hr_stats(0).unwrap().pending, 0, "drop cancels");
+    assert_eq!(
+        sys.metrics().hr_stats(0).unwrap().pending,
+        0,
+        "drop cancels"
+    );
 }
 
 #[test]

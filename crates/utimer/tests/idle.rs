@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-use utimer::{Clock, TimerFlags, TimerSystem};
+use utimer::{Clock, Expiry, TimerFlags, TimerSystem};
 
 fn counting_waker() -> (Arc<AtomicU64>, impl Fn() + Send + Sync + 'static) {
     let n = Arc::new(AtomicU64::new(0));
@@ -23,31 +23,31 @@ fn earlier_timer_wakes_an_idle_worker_later_ones_do_not() {
     let sys = TimerSystem::builder()
         .workers(2)
         .clock(clock.clone())
-        .build();
+        .build_without_threads();
     let (wakes, waker) = counting_waker();
     let worker = sys.register_worker(0, waker).unwrap();
     let far = sys.timer(|_| {});
-    far.modify(10_000).unwrap();
+    far.modify(Expiry::Tick(10_000)).unwrap();
     assert_eq!(worker.idle_enter(), Some(far.fires_at().unwrap()));
 
     thread::scope(|s| {
         s.spawn(|| {
             // Another thread (its own home worker) arms onto worker 0's bases.
             let t = sys.timer(|_| {});
-            t.add_on(0, 20_000).unwrap();
+            t.add_on(0, Expiry::Tick(20_000)).unwrap();
             assert_eq!(
                 wakes.load(SeqCst),
                 0,
                 "later than the worker wakes: no wake-up"
             );
             let d = sys.timer_with_flags(TimerFlags::DEFERRABLE, |_| {});
-            d.add_on(0, 5).unwrap();
+            d.add_on(0, Expiry::Tick(5)).unwrap();
             assert_eq!(wakes.load(SeqCst), 0, "deferrable timers never wake");
             let near = sys.timer(|_| {});
-            near.add_on(0, 100).unwrap();
+            near.add_on(0, Expiry::Tick(100)).unwrap();
             assert_eq!(wakes.load(SeqCst), 1, "earlier: woken");
             let pinned = sys.timer_with_flags(TimerFlags::PINNED, |_| {});
-            pinned.add_on(0, 50).unwrap();
+            pinned.add_on(0, Expiry::Tick(50)).unwrap();
             assert_eq!(wakes.load(SeqCst), 2, "the local base wakes too");
             t.delete();
             d.delete();
@@ -57,7 +57,7 @@ fn earlier_timer_wakes_an_idle_worker_later_ones_do_not() {
     });
     worker.idle_exit();
     let t = sys.timer(|_| {});
-    t.add_on(0, 1).unwrap();
+    t.add_on(0, Expiry::Tick(1)).unwrap();
     assert_eq!(wakes.load(SeqCst), 2, "a busy worker is not woken");
     assert_eq!(worker.idle_enter(), Some(1));
 }
@@ -67,19 +67,19 @@ fn idle_with_no_timer_sleeps_indefinitely() {
     let sys = TimerSystem::builder()
         .workers(1)
         .clock(Clock::manual())
-        .build();
+        .build_without_threads();
     let (wakes, waker) = counting_waker();
     let worker = sys.register_worker(0, waker).unwrap();
     assert_eq!(worker.idle_enter(), None);
     let t = sys.timer(|_| {});
-    t.modify(1 << 40).unwrap();
+    t.modify(Expiry::Tick(1 << 40)).unwrap();
     assert_eq!(
         wakes.load(SeqCst),
         1,
         "any timer wakes an indefinitely idle worker"
     );
     drop(worker);
-    t.modify(5).unwrap();
+    t.modify(Expiry::Tick(5)).unwrap();
     assert_eq!(wakes.load(SeqCst), 1, "no waker after unregistering");
 }
 
@@ -90,7 +90,7 @@ fn an_idle_worker_is_woken_in_time_and_never_early() {
         TimerSystem::builder()
             .workers(1)
             .tick(Duration::from_millis(1))
-            .build(),
+            .build_without_threads(),
     );
     let fired_at = Arc::new(std::sync::Mutex::new(None::<Instant>));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -118,7 +118,7 @@ fn an_idle_worker_is_woken_in_time_and_never_early() {
         *f.lock().unwrap() = Some(Instant::now());
     });
     let armed = Instant::now();
-    t.add_on(0, sys.deadline(Duration::from_millis(30)))
+    t.add_on(0, Expiry::Tick(sys.deadline(Duration::from_millis(30))))
         .unwrap();
     loop_thread.join().unwrap();
     let at = fired_at.lock().unwrap().expect("the timer fired");

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use utimer::wheel::{level_for_delta, level_granularity};
-use utimer::{Clock, Timer, TimerError, TimerFlags, TimerSystem};
+use utimer::{Clock, Expiry, Timer, TimerError, TimerFlags, TimerSystem};
 
 const TIMERS: usize = 9;
 const WORKERS: usize = 2;
@@ -213,7 +213,7 @@ proptest! {
         rearms in proptest::collection::vec(prop_oneof![0u64..100, 0u64..800, 0u64..40_000], 0..40),
     ) {
         let clock = Clock::manual();
-        let sys = TimerSystem::builder().workers(WORKERS).clock(clock.clone()).build();
+        let sys = TimerSystem::builder().workers(WORKERS).clock(clock.clone()).build_without_threads();
         let log: Arc<Mutex<Vec<Event>>> = Arc::default();
         let rearms = Arc::new(rearms);
         let next_rearm = Arc::new(AtomicUsize::new(0));
@@ -228,7 +228,7 @@ proptest! {
                 if id < 6 {
                     if let Some(&d) = rearms.get(next.fetch_add(1, SeqCst)) {
                         let expires = at(now, d);
-                        t.modify(expires).unwrap();
+                        t.modify(Expiry::Tick(expires)).unwrap();
                         log.lock().unwrap().push(Event::Rearmed {
                             id, now, expires, fires_at: t.fires_at(), record: t.expires(),
                         });
@@ -249,7 +249,7 @@ proptest! {
                     let was = world.model.get(&i).copied();
                     let (before, record) = (timers[i].fires_at(), timers[i].expires());
                     let only_pending = matches!(op, Op::ModifyPending(..));
-                    let r = if only_pending { timers[i].modify_pending(e) } else { timers[i].modify(e) };
+                    let r = if only_pending { timers[i].modify_pending(Expiry::Tick(e)) } else { timers[i].modify(Expiry::Tick(e)) };
                     prop_assert_eq!(r.unwrap(), was.is_some());
                     let after = timers[i].fires_at();
                     match was {
@@ -274,7 +274,7 @@ proptest! {
                 Op::Reduce(i, d) => {
                     let e = at(now, d);
                     let was = world.model.remove(&i);
-                    prop_assert_eq!(timers[i].reduce(e).unwrap(), was.is_some());
+                    prop_assert_eq!(timers[i].reduce(Expiry::Tick(e)).unwrap(), was.is_some());
                     let (t, record) = (timers[i].fires_at(), timers[i].expires());
                     let fresh = world.window(now, e, record, false);
                     // timer_reduce(): never later than before (it stays
@@ -301,9 +301,9 @@ proptest! {
                 Op::Add(i, d) => {
                     let e = at(now, d);
                     if world.model.contains_key(&i) {
-                        prop_assert_eq!(timers[i].add(e), Err(TimerError::AlreadyPending));
+                        prop_assert_eq!(timers[i].add(Expiry::Tick(e)), Err(TimerError::AlreadyPending));
                     } else {
-                        prop_assert_eq!(timers[i].add(e), Ok(()));
+                        prop_assert_eq!(timers[i].add(Expiry::Tick(e)), Ok(()));
                         home[i] = worker;
                         world.placed(i, now, e, timers[i].fires_at(), timers[i].expires(), false)?;
                     }

@@ -23,7 +23,7 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize};
 use loom::thread;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
-use utimer::{Clock, ClockId, HrRestart, TimerFlags, TimerSystem};
+use utimer::{Clock, ClockId, Expiry, HrRestart, TimerFlags, TimerSystem};
 
 /// One helper runs every model, bounded so that it finishes in CI.
 fn model(f: impl Fn() + Sync + Send + 'static) {
@@ -46,7 +46,7 @@ fn system(workers: usize) -> (Arc<TimerSystem>, Clock) {
             TimerSystem::builder()
                 .workers(workers)
                 .clock(clock.clone())
-                .build(),
+                .build_without_threads(),
         ),
         clock,
     )
@@ -69,10 +69,10 @@ fn modify_vs_expire() {
         let t = Arc::new(sys.timer(move |_| {
             f.fetch_add(1, SeqCst);
         }));
-        t.modify(100).unwrap(); // level 1: fires at 104
+        t.modify(Expiry::Tick(100)).unwrap(); // level 1: fires at 104
         clock.set(104);
         let expirer = spawn_expirer(&sys, 104, 1);
-        let was_pending = t.modify(101).unwrap(); // same bucket, or re-arm after firing
+        let was_pending = t.modify(Expiry::Tick(101)).unwrap(); // same bucket, or re-arm after firing
         expirer.join().unwrap();
         let fired = fired.load(SeqCst);
         let pending = t.is_pending() as usize;
@@ -85,7 +85,7 @@ fn modify_vs_expire() {
             "{fired} {pending}"
         );
         assert!(fired >= 1 || was_pending);
-        let s = sys.stats();
+        let s = sys.metrics().totals();
         assert_eq!(s.armed, s.fired + s.deleted + s.pending);
     });
 }
@@ -107,14 +107,14 @@ fn migrate_vs_delete() {
         let t = {
             let _g = sys.enter(0).unwrap();
             let t = Arc::new(sys.timer(|_| {}));
-            t.modify(50).unwrap();
+            t.modify(Expiry::Tick(50)).unwrap();
             t
         };
         let mover = {
             let (sys, t) = (sys.clone(), t.clone());
             thread::spawn(move || {
                 let _g = sys.enter(1).unwrap();
-                t.modify(60).unwrap()
+                t.modify(Expiry::Tick(60)).unwrap()
             })
         };
         let deleter = {
@@ -127,7 +127,7 @@ fn migrate_vs_delete() {
         // either way the delete found it pending.
         assert!(deleted, "delete took a moving timer for idle");
         assert_eq!(t.is_pending(), !deleted || !moved_was_pending);
-        let s = sys.stats();
+        let s = sys.metrics().totals();
         assert_eq!(s.pending, t.is_pending() as u64);
         assert_eq!(s.armed, s.fired + s.deleted + s.pending);
     });
@@ -156,16 +156,16 @@ fn drop_vs_running_callback_and_rearm() {
         let t = sys.timer(move |me| {
             let _keep = &flag;
             assert!(!f.load(SeqCst), "freed while its callback runs");
-            let _ = me.modify(0); // due again at once: fires in the next run
+            let _ = me.modify(Expiry::Tick(0)); // due again at once: fires in the next run
             assert!(!f.load(SeqCst), "freed while its callback runs");
         });
-        t.modify(1).unwrap();
+        t.modify(Expiry::Tick(1)).unwrap();
         clock.set(1);
         let expirer = spawn_expirer(&sys, 1, 2);
         drop(t);
         expirer.join().unwrap();
         assert!(freed.load(SeqCst), "freed once nothing can reach it");
-        let s = sys.stats();
+        let s = sys.metrics().totals();
         assert_eq!(s.pending, 0, "the re-arm after the drop was cancelled");
         assert_eq!(s.armed, s.fired + s.deleted + s.pending);
     });
@@ -216,7 +216,7 @@ fn delete_sync_vs_expire() {
             cb.enter();
             cb.exit();
         });
-        t.modify(1).unwrap();
+        t.modify(Expiry::Tick(1)).unwrap();
         clock.set(1);
         let expirer = spawn_expirer(&sys, 1, 1);
         t.delete_sync().unwrap();
@@ -236,10 +236,10 @@ fn shutdown_sync_vs_rearming_callback() {
         let cb = w.clone();
         let t = sys.timer(move |me| {
             cb.enter();
-            let _ = me.modify(0);
+            let _ = me.modify(Expiry::Tick(0));
             cb.exit();
         });
-        t.modify(1).unwrap();
+        t.modify(Expiry::Tick(1)).unwrap();
         clock.set(1);
         let expirer = spawn_expirer(&sys, 1, 2);
         t.shutdown_sync().unwrap();
@@ -265,7 +265,7 @@ fn modify_from_third_thread_vs_running_callback() {
                 cb.enter();
                 cb.exit();
             }));
-            t.modify(1).unwrap();
+            t.modify(Expiry::Tick(1)).unwrap();
             t
         };
         clock.set(1);
@@ -274,7 +274,7 @@ fn modify_from_third_thread_vs_running_callback() {
             let (sys, t) = (sys.clone(), t.clone());
             thread::spawn(move || {
                 let _g = sys.enter(1).unwrap();
-                t.modify(0).unwrap();
+                t.modify(Expiry::Tick(0)).unwrap();
                 sys.run_expired(1, 1).unwrap();
             })
         };
@@ -298,11 +298,11 @@ fn delete_sync_vs_rearm_from_callback() {
         let t = sys.timer(move |me| {
             cb.enter();
             if !rearmed.swap(true, SeqCst) {
-                let _ = me.modify(0);
+                let _ = me.modify(Expiry::Tick(0));
             }
             cb.exit();
         });
-        t.modify(1).unwrap();
+        t.modify(Expiry::Tick(1)).unwrap();
         clock.set(1);
         let expirer = spawn_expirer(&sys, 1, 2);
         t.delete_sync().unwrap();
@@ -331,7 +331,7 @@ fn offline_vs_concurrent_arm() {
         let (s2, t2) = (sys.clone(), t.clone());
         let armer = thread::spawn(move || {
             let _on = s2.enter(1).unwrap();
-            t2.modify(5).unwrap();
+            t2.modify(Expiry::Tick(5)).unwrap();
         });
         assert_eq!(sys.offline(1).map(|n| n <= 1), Ok(true));
         armer.join().unwrap();
@@ -360,7 +360,7 @@ fn offline_vs_delete() {
         let t = Arc::new(sys.timer(move |_| {
             f.fetch_add(1, SeqCst);
         }));
-        t.modify(5).unwrap();
+        t.modify(Expiry::Tick(5)).unwrap();
         drop(me);
         let (s2, t2) = (sys.clone(), t.clone());
         let unplug = thread::spawn(move || s2.offline(1).unwrap());
@@ -374,7 +374,7 @@ fn offline_vs_delete() {
         clock.set(5);
         assert_eq!(sys.run_expired(0, 5).unwrap(), 0);
         assert_eq!(fired.load(SeqCst), 0);
-        let s = sys.stats();
+        let s = sys.metrics().totals();
         assert_eq!((s.armed, s.deleted, s.pending), (1, 1, 0));
     });
 }
@@ -398,7 +398,7 @@ fn next_expiry_summary_vs_arms() {
             let (sys, t2) = (sys.clone(), t.clone());
             let h = thread::spawn(move || {
                 let _g = sys.enter(0).unwrap();
-                t2.modify(at).unwrap();
+                t2.modify(Expiry::Tick(at)).unwrap();
             });
             (t, h)
         };
@@ -430,12 +430,12 @@ fn next_expiry_summary_vs_hrtimer_start_and_cancel() {
                 .workers(1)
                 .tick(std::time::Duration::from_micros(100))
                 .clock(clock)
-                .build(),
+                .build_without_threads(),
         );
         let t = Arc::new(sys.timer(|_| {}));
         {
             let _g = sys.enter(0).unwrap();
-            t.modify(30).unwrap();
+            t.modify(Expiry::Tick(30)).unwrap();
         }
         assert_eq!(sys.next_expiry(0).unwrap(), Some(30));
         let h = Arc::new(
@@ -480,14 +480,14 @@ fn forward_vs_cancel_and_rearm() {
         let x = Arc::new(sys.timer(move |_| {
             f.fetch_add(1, SeqCst);
         }));
-        x.modify(100).unwrap(); // level 1: bucket 104, slot 13 of level 1
+        x.modify(Expiry::Tick(100)).unwrap(); // level 1: bucket 104, slot 13 of level 1
         clock.set(200); // the base is stale; 104 is overdue
         let forwarder = {
             let sys = sys.clone();
             thread::spawn(move || {
                 let _g = sys.enter(0).unwrap();
                 let y = sys.timer(|_| {});
-                y.modify(300).unwrap(); // above level 0: forwards to 201
+                y.modify(Expiry::Tick(300)).unwrap(); // above level 0: forwards to 201
                 y
             })
         };
@@ -497,7 +497,7 @@ fn forward_vs_cancel_and_rearm() {
                 let _g = sys.enter(0).unwrap();
                 x.delete();
                 // From 201: level 1, bucket 616, slot 13 of level 1 again.
-                x.modify(616).unwrap();
+                x.modify(Expiry::Tick(616)).unwrap();
             })
         };
         let _y = forwarder.join().unwrap();

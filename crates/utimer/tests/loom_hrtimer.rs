@@ -26,7 +26,7 @@ fn system() -> Arc<TimerSystem> {
         TimerSystem::builder()
             .workers(1)
             .clock(Clock::manual())
-            .build(),
+            .build_without_threads(),
     )
 }
 
@@ -166,6 +166,6 @@ fn drop_while_running_callback_restarts() {
         drop(t);
         expirer.join().unwrap();
         assert!(freed.load(SeqCst), "the timer was freed");
-        assert_eq!(sys.hr_stats(0).unwrap().pending, 0);
+        assert_eq!(sys.metrics().hr_stats(0).unwrap().pending, 0);
     });
 }

@@ -29,7 +29,7 @@ fn system() -> (Arc<TimerSystem>, Clock) {
     let sys = TimerSystem::builder()
         .workers(1)
         .clock(clock.clone())
-        .build();
+        .build_without_threads();
     (Arc::new(sys), clock)
 }
 
@@ -77,7 +77,7 @@ fn drop_races_the_expiry_run() {
         let ran = expirer.join().unwrap();
         assert_eq!(count.0.load(SeqCst), ran, "woken iff the run fired it");
         assert!(ran <= 1);
-        assert_eq!(sys.hr_stats(0).unwrap().pending, 0);
+        assert_eq!(sys.metrics().hr_stats(0).unwrap().pending, 0);
     });
 }
 
@@ -118,8 +118,8 @@ fn restart_races_the_expiry_run() {
         assert_eq!(count.0.load(SeqCst), ran);
         assert!(s.is_queued(), "the restart queues it whatever the order");
         assert_eq!(s.expires(), 1_000_000_000);
-        assert_eq!(sys.hr_stats(0).unwrap().pending, 1);
+        assert_eq!(sys.metrics().hr_stats(0).unwrap().pending, 1);
         drop(s);
-        assert_eq!(sys.hr_stats(0).unwrap().pending, 0);
+        assert_eq!(sys.metrics().hr_stats(0).unwrap().pending, 0);
     });
 }

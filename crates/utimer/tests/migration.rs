@@ -1,4 +1,4 @@
-//! The pull model on a real `Runtime` (seed 004): idle workers' movable
+//! The pull model on a real `Runtime`: idle workers' movable
 //! timers fire on a busy worker without waking them, a stalled worker's
 //! movable timers fire while it is stuck, pinned timers still wake their
 //! worker, and bad topology overrides are refused.
@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
-use utimer::{Runtime, TimerError, TimerFlags, TimerSystem, Topology};
+use utimer::{Expiry, Runtime, TimerError, TimerFlags, TimerSystem, Topology};
 
 /// Generous: a loaded CI machine may be slow, but never this slow.
 const LOOSE: Duration = Duration::from_secs(10);
@@ -56,9 +56,9 @@ fn an_idle_workers_movable_timer_fires_on_the_busy_worker() {
         "expired remotely, not by the idle worker: {by}"
     );
     assert_eq!(rt.wakeups(1), before, "the idle worker slept through it");
-    assert!(sys.migration_stats(1).unwrap().pulled_from >= 1);
+    assert!(sys.metrics().migration_stats(1).unwrap().pulled_from >= 1);
     stop.store(true, SeqCst);
-    sys.check_hierarchy().ok(); // may be mid-walk: only must not panic
+    sys.metrics().check_hierarchy().ok(); // may be mid-walk: only must not panic
 }
 
 #[test]
@@ -72,7 +72,7 @@ fn a_pinned_timer_still_wakes_its_idle_worker() {
     let timer = sys.timer_with_flags(TimerFlags::PINNED, move |_| tx.send(thread_name()).unwrap());
     let before = rt.wakeups(1);
     timer
-        .add_on(1, sys.deadline(Duration::from_millis(20)))
+        .add_on(1, Expiry::Tick(sys.deadline(Duration::from_millis(20))))
         .unwrap();
     let by = rx.recv_timeout(LOOSE).expect("the pinned timer fired");
     assert_eq!(by, "utimer-worker-1", "pinned: only its worker runs it");
@@ -114,7 +114,7 @@ fn a_stalled_workers_movable_timers_fire_while_it_is_stuck() {
         "fired only after its worker's job ended ({by})"
     );
     assert_ne!(by, "utimer-worker-0");
-    let stats = rt.system().migration_stats(0).unwrap();
+    let stats = rt.system().metrics().migration_stats(0).unwrap();
     assert!(stats.stalls >= 1 && stats.pulled_from >= 1, "{stats:?}");
 }
 
@@ -148,15 +148,15 @@ fn the_hierarchy_follows_the_topology() {
     let sys = TimerSystem::builder()
         .workers(20)
         .topology(Topology::from_nodes([vec![0; 16], vec![1; 4]].concat()))
-        .build();
-    assert_eq!(sys.hierarchy_levels(), 3);
-    let groups = sys.hierarchy();
+        .build_without_threads();
+    assert_eq!(sys.metrics().hierarchy_levels(), 3);
+    let groups = sys.metrics().hierarchy();
     for g in groups.iter().filter(|g| g.level == 0) {
         assert!(g.children.len() <= 8);
         assert!(g.node.is_some());
     }
     assert_eq!(groups.iter().filter(|g| g.parent.is_none()).count(), 1);
-    sys.check_hierarchy().unwrap();
+    sys.metrics().check_hierarchy().unwrap();
 }
 
 #[test]
@@ -164,7 +164,7 @@ fn a_topology_that_does_not_fit_is_refused() {
     let e = TimerSystem::builder()
         .workers(4)
         .topology(Topology::uniform(3, 1))
-        .try_build()
+        .try_build_without_threads()
         .unwrap_err();
     assert_eq!(e, TimerError::BadTopology { described: 3 });
     assert!(e.to_string().contains("3 workers"));

@@ -12,7 +12,7 @@
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use utimer::{Clock, TimerError, TimerFlags, TimerSystem};
+use utimer::{Clock, Expiry, TimerError, TimerFlags, TimerSystem};
 
 const TIMERS: usize = 8;
 /// Operation-sequence length: Miri runs ~1000x slower than native code.
@@ -85,14 +85,14 @@ fn window(expires: u64, clk: u64, now: u64) -> Window {
 }
 
 /// `modify`, or with the `bench-internals` feature and `same_bucket` off,
-/// seed 002's "before" form: both must meet the same specification.
+/// the kernel's pre-2016 form (`modify_without_bucket_check`): both must meet the same specification.
 fn modify(t: &utimer::Timer, e: u64, same_bucket: bool) -> Result<bool, TimerError> {
     #[cfg(feature = "bench-internals")]
     if !same_bucket {
-        return t.modify_before_seed002(e);
+        return t.modify_without_bucket_check(Expiry::Tick(e));
     }
     let _ = same_bucket;
-    t.modify(e)
+    t.modify(Expiry::Tick(e))
 }
 
 proptest! {
@@ -101,7 +101,7 @@ proptest! {
     #[test]
     fn timers_match_model(ops in proptest::collection::vec(op(), 1..MAX_OPS), same_bucket in any::<bool>()) {
         let clock = Clock::manual();
-        let sys = TimerSystem::builder().workers(WORKERS).clock(clock.clone()).stats(true).build();
+        let sys = TimerSystem::builder().workers(WORKERS).clock(clock.clone()).stats(true).build_without_threads();
         let fired: Arc<Mutex<Vec<usize>>> = Arc::default();
         let timers: Vec<_> = (0..TIMERS).map(|i| {
             let fired = fired.clone();
@@ -130,7 +130,7 @@ proptest! {
                 Op::ModifyPending(i, d) => {
                     let e = at(d);
                     let was = model.get(&i).copied();
-                    prop_assert_eq!(timers[i].modify_pending(e).unwrap(), was.is_some());
+                    prop_assert_eq!(timers[i].modify_pending(Expiry::Tick(e)).unwrap(), was.is_some());
                     if let Some(p) = was {
                         let window = if p.record == e { p.window } else { window(e, clk, now) };
                         model.insert(i, Pending { window, record: timers[i].expires() });
@@ -140,7 +140,7 @@ proptest! {
                     let e = at(d);
                     let w = window(e, clk, now);
                     let was = model.get(&i).copied();
-                    prop_assert_eq!(timers[i].reduce(e).unwrap(), was.is_some());
+                    prop_assert_eq!(timers[i].reduce(Expiry::Tick(e)).unwrap(), was.is_some());
                     let window = match was {
                         Some(p) => Window { lo: p.window.lo.min(w.lo), hi: p.window.hi.min(w.hi) },
                         None => w,
@@ -151,10 +151,10 @@ proptest! {
                     let e = at(d);
                     match model.entry(i) {
                         std::collections::btree_map::Entry::Occupied(_) => {
-                            prop_assert_eq!(timers[i].add(e), Err(TimerError::AlreadyPending));
+                            prop_assert_eq!(timers[i].add(Expiry::Tick(e)), Err(TimerError::AlreadyPending));
                         }
                         std::collections::btree_map::Entry::Vacant(v) => {
-                            prop_assert_eq!(timers[i].add(e), Ok(()));
+                            prop_assert_eq!(timers[i].add(Expiry::Tick(e)), Ok(()));
                             v.insert(Pending { window: window(e, clk, now), record: e });
                         }
                     }
@@ -196,7 +196,7 @@ proptest! {
             }
         }
         drop(guard);
-        let s = sys.stats();
+        let s = sys.metrics().totals();
         prop_assert_eq!(s.fired, total_fired);
         prop_assert_eq!(s.pending, model.len() as u64);
         prop_assert_eq!(s.armed, s.fired + s.deleted + s.pending);

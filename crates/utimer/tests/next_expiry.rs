@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
-use utimer::{ClockId, HrRestart, TimerFlags, TimerSystem};
+use utimer::{ClockId, Expiry, HrRestart, TimerFlags, TimerSystem};
 
 mod common;
 
@@ -42,15 +42,15 @@ fn every_source_invalidates_the_cached_answer() {
         .hrtimer_on(0, ClockId::Boottime, |_| HrRestart::NoRestart)
         .unwrap();
 
-    pinned.modify(50u64).unwrap();
+    pinned.modify(Expiry::Tick(50)).unwrap();
     assert_eq!(next(&sys, 0), Some(50), "local base");
-    movable.modify(40u64).unwrap();
+    movable.modify(Expiry::Tick(40)).unwrap();
     assert_eq!(next(&sys, 0), Some(40), "global base");
     mono.start(30 * TICK).unwrap();
     assert_eq!(next(&sys, 0), Some(30), "monotonic hrtimer");
     boot.start(20 * TICK + 1).unwrap();
     assert_eq!(next(&sys, 0), Some(21), "boottime hrtimer, rounded up");
-    deferrable.modify(10u64).unwrap();
+    deferrable.modify(Expiry::Tick(10)).unwrap();
     assert_eq!(next(&sys, 0), Some(21), "deferrable timers are no event");
     assert_eq!(next(&sys, 1), None, "another worker's summary is its own");
 
@@ -62,9 +62,9 @@ fn every_source_invalidates_the_cached_answer() {
     assert!(movable.delete());
     assert_eq!(next(&sys, 0), Some(50));
     // A later re-arm of the first, and an expiry run.
-    pinned.modify(60u64).unwrap();
+    pinned.modify(Expiry::Tick(60)).unwrap();
     assert_eq!(next(&sys, 0), Some(60));
-    movable.modify(55u64).unwrap();
+    movable.modify(Expiry::Tick(55)).unwrap();
     assert_eq!(next(&sys, 0), Some(55));
     clock.set(56);
     assert_eq!(
@@ -87,13 +87,13 @@ fn moves_between_workers_update_both_summaries() {
         .unwrap();
     {
         let _w0 = sys.enter(0).unwrap();
-        t.modify(30u64).unwrap();
+        t.modify(Expiry::Tick(30)).unwrap();
     }
     h.start(50 * TICK).unwrap();
     assert_eq!((next(&sys, 0), next(&sys, 1)), (Some(30), Some(50)));
     {
         let _w1 = sys.enter(1).unwrap();
-        assert!(t.modify(45u64).unwrap());
+        assert!(t.modify(Expiry::Tick(45)).unwrap());
     }
     assert_eq!((next(&sys, 0), next(&sys, 1)), (None, Some(45)));
     assert_eq!(sys.offline(1).unwrap(), 2);
@@ -104,7 +104,7 @@ fn moves_between_workers_update_both_summaries() {
 fn a_boottime_hrtimer_on_the_real_clock_is_answered_afresh() {
     // Its conversion to monotonic time depends on the clocks' offset, so
     // the summary never caches it; the answer is still right.
-    let sys = TimerSystem::builder().workers(1).build();
+    let sys = TimerSystem::builder().workers(1).build_without_threads();
     let h = sys
         .hrtimer_on(0, ClockId::Boottime, |_| HrRestart::NoRestart)
         .unwrap();
@@ -141,7 +141,7 @@ fn concurrent_readers_never_answer_later_than_a_pending_timer() {
                     0 | 1 => {
                         let flags = [TimerFlags::PINNED, TimerFlags::NONE][kind as usize];
                         let t = sys.timer_with_flags(flags, |_| {});
-                        t.modify(tick).unwrap();
+                        t.modify(Expiry::Tick(tick)).unwrap();
                         let at = t.fires_at().unwrap();
                         keep.push(t);
                         at
@@ -168,7 +168,7 @@ fn concurrent_readers_never_answer_later_than_a_pending_timer() {
             let t = sys.timer(|_| {});
             let mut i = 0u64;
             while !done.load(SeqCst) {
-                t.modify(10 + i % 50).unwrap();
+                t.modify(Expiry::Tick(10 + i % 50)).unwrap();
                 assert!(t.delete());
                 i += 1;
             }

@@ -19,7 +19,7 @@ fn manual() -> (TimerSystem, Clock) {
     let sys = TimerSystem::builder()
         .workers(1)
         .clock(clock.clone())
-        .build();
+        .build_without_threads();
     (sys, clock)
 }
 
@@ -43,40 +43,55 @@ fn counter() -> (Arc<AtomicUsize>, Notify) {
 fn one_shot_fires_once_and_never_early() {
     let (sys, clock) = manual();
     let (n, notify) = counter();
-    let id = sys.timer_create(ClockId::Monotonic, notify).unwrap();
+    let id = sys
+        .posix()
+        .timer_create(ClockId::Monotonic, notify)
+        .unwrap();
     let old = sys
+        .posix()
         .timer_settime(id, false, ItimerSpec::once(10 * MS))
         .unwrap();
     assert_eq!(old, ItimerSpec::default(), "a new timer is disarmed");
-    assert_eq!(sys.timer_gettime(id).unwrap().value, 10 * MS);
+    assert_eq!(sys.posix().timer_gettime(id).unwrap().value, 10 * MS);
     advance(&sys, &clock, 9);
     assert_eq!(n.load(SeqCst), 0, "early");
-    assert_eq!(sys.timer_gettime(id).unwrap().value, MS);
+    assert_eq!(sys.posix().timer_gettime(id).unwrap().value, MS);
     advance(&sys, &clock, 10);
     assert_eq!(n.load(SeqCst), 1);
     advance(&sys, &clock, 100);
     assert_eq!(n.load(SeqCst), 1, "a one-shot timer fires once");
-    assert_eq!(sys.timer_gettime(id).unwrap(), ItimerSpec::default());
-    sys.timer_delete(id).unwrap();
+    assert_eq!(
+        sys.posix().timer_gettime(id).unwrap(),
+        ItimerSpec::default()
+    );
+    sys.posix().timer_delete(id).unwrap();
 }
 
 #[test]
 fn zero_value_disarms_and_interval_needs_a_value() {
     let (sys, clock) = manual();
     let (n, notify) = counter();
-    let id = sys.timer_create(ClockId::Monotonic, notify).unwrap();
+    let id = sys
+        .posix()
+        .timer_create(ClockId::Monotonic, notify)
+        .unwrap();
     // An interval without a value arms nothing.
-    sys.timer_settime(id, false, ItimerSpec::periodic(Duration::ZERO, 5 * MS))
+    sys.posix()
+        .timer_settime(id, false, ItimerSpec::periodic(Duration::ZERO, 5 * MS))
         .unwrap();
     advance(&sys, &clock, 50);
     assert_eq!(n.load(SeqCst), 0);
-    assert_eq!(sys.timer_gettime(id).unwrap().value, Duration::ZERO);
-    sys.timer_settime(id, false, ItimerSpec::periodic(5 * MS, 5 * MS))
+    assert_eq!(sys.posix().timer_gettime(id).unwrap().value, Duration::ZERO);
+    sys.posix()
+        .timer_settime(id, false, ItimerSpec::periodic(5 * MS, 5 * MS))
         .unwrap();
     advance(&sys, &clock, 55);
     assert_eq!(n.load(SeqCst), 1);
     // Disarm returns the old setting.
-    let old = sys.timer_settime(id, false, ItimerSpec::default()).unwrap();
+    let old = sys
+        .posix()
+        .timer_settime(id, false, ItimerSpec::default())
+        .unwrap();
     assert_eq!(old, ItimerSpec::periodic(5 * MS, 5 * MS));
     advance(&sys, &clock, 100);
     assert_eq!(n.load(SeqCst), 1);
@@ -87,16 +102,23 @@ fn absolute_settime() {
     let (sys, clock) = manual();
     clock.set(1_000);
     let (n, notify) = counter();
-    let id = sys.timer_create(ClockId::Monotonic, notify).unwrap();
+    let id = sys
+        .posix()
+        .timer_create(ClockId::Monotonic, notify)
+        .unwrap();
     let at = Duration::from_nanos(sys.clock_ns(ClockId::Monotonic)) + 7 * MS;
-    sys.timer_settime(id, true, ItimerSpec::once(at)).unwrap();
-    assert_eq!(sys.timer_gettime(id).unwrap().value, 7 * MS);
+    sys.posix()
+        .timer_settime(id, true, ItimerSpec::once(at))
+        .unwrap();
+    assert_eq!(sys.posix().timer_gettime(id).unwrap().value, 7 * MS);
     advance(&sys, &clock, 1_006);
     assert_eq!(n.load(SeqCst), 0);
     advance(&sys, &clock, 1_007);
     assert_eq!(n.load(SeqCst), 1);
     // An absolute time already passed fires at once.
-    sys.timer_settime(id, true, ItimerSpec::once(MS)).unwrap();
+    sys.posix()
+        .timer_settime(id, true, ItimerSpec::once(MS))
+        .unwrap();
     advance(&sys, &clock, 1_007);
     assert_eq!(n.load(SeqCst), 2);
 }
@@ -110,12 +132,13 @@ fn blocked_notification_reports_nine_overruns() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (s2, seen2, c2) = (Arc::downgrade(&sys), seen.clone(), clock.clone());
     let id = sys
+        .posix()
         .timer_create(
             ClockId::Monotonic,
             Notify::Callback(Arc::new(move |id| {
                 let sys = s2.upgrade().unwrap();
                 let mut seen = seen2.lock().unwrap();
-                seen.push(sys.timer_getoverrun(id).unwrap());
+                seen.push(sys.posix().timer_getoverrun(id).unwrap());
                 if seen.len() == 1 {
                     // The notification is held up until 1 s after arming.
                     c2.set(1_000);
@@ -123,31 +146,38 @@ fn blocked_notification_reports_nine_overruns() {
             })),
         )
         .unwrap();
-    sys.timer_settime(id, false, ItimerSpec::periodic(100 * MS, 100 * MS))
+    sys.posix()
+        .timer_settime(id, false, ItimerSpec::periodic(100 * MS, 100 * MS))
         .unwrap();
     advance(&sys, &clock, 100);
     advance(&sys, &clock, 1_000);
     advance(&sys, &clock, 1_100);
     assert_eq!(*seen.lock().unwrap(), [0, 9]);
-    assert_eq!(sys.timer_getoverrun(id).unwrap(), 9);
+    assert_eq!(sys.posix().timer_getoverrun(id).unwrap(), 9);
     // settime resets it.
-    sys.timer_settime(id, false, ItimerSpec::once(MS)).unwrap();
-    assert_eq!(sys.timer_getoverrun(id).unwrap(), 0);
+    sys.posix()
+        .timer_settime(id, false, ItimerSpec::once(MS))
+        .unwrap();
+    assert_eq!(sys.posix().timer_getoverrun(id).unwrap(), 0);
 }
 
 #[test]
 fn late_worker_counts_overruns_and_does_not_drift() {
     let (sys, clock) = manual();
-    let id = sys.timer_create(ClockId::Monotonic, Notify::Fd).unwrap();
-    let fd = sys.timer_fd(id).unwrap();
-    sys.timer_settime(id, false, ItimerSpec::periodic(10 * MS, 10 * MS))
+    let id = sys
+        .posix()
+        .timer_create(ClockId::Monotonic, Notify::Fd)
+        .unwrap();
+    let fd = sys.posix().timer_fd(id).unwrap();
+    sys.posix()
+        .timer_settime(id, false, ItimerSpec::periodic(10 * MS, 10 * MS))
         .unwrap();
     advance(&sys, &clock, 35); // expirations at 10, 20, 30
-    assert_eq!(sys.timer_getoverrun(id).unwrap(), 2);
+    assert_eq!(sys.posix().timer_getoverrun(id).unwrap(), 2);
     assert_eq!(read_count(fd), Some(3));
     assert_eq!(read_count(fd), None, "the count resets on read");
     // The next expiry stays on the grid: 40.
-    assert_eq!(sys.timer_gettime(id).unwrap().value, 5 * MS);
+    assert_eq!(sys.posix().timer_gettime(id).unwrap().value, 5 * MS);
     advance(&sys, &clock, 40);
     assert_eq!(read_count(fd), Some(1));
 }
@@ -164,11 +194,17 @@ fn read_count(fd: i32) -> Option<u64> {
 #[test]
 fn rearm_and_delete_with_a_pending_notification() {
     let (sys, clock) = manual();
-    let id = sys.timer_create(ClockId::Monotonic, Notify::Fd).unwrap();
-    let fd = sys.timer_fd(id).unwrap();
-    sys.timer_settime(id, false, ItimerSpec::once(MS)).unwrap();
+    let id = sys
+        .posix()
+        .timer_create(ClockId::Monotonic, Notify::Fd)
+        .unwrap();
+    let fd = sys.posix().timer_fd(id).unwrap();
+    sys.posix()
+        .timer_settime(id, false, ItimerSpec::once(MS))
+        .unwrap();
     advance(&sys, &clock, 1);
-    sys.timer_settime(id, false, ItimerSpec::once(50 * MS))
+    sys.posix()
+        .timer_settime(id, false, ItimerSpec::once(50 * MS))
         .unwrap();
     assert_eq!(
         read_count(fd),
@@ -176,14 +212,18 @@ fn rearm_and_delete_with_a_pending_notification() {
         "the old setting's notification was dropped"
     );
     let (n, notify) = counter();
-    let id2 = sys.timer_create(ClockId::Monotonic, notify).unwrap();
-    sys.timer_settime(id2, false, ItimerSpec::periodic(MS, MS))
+    let id2 = sys
+        .posix()
+        .timer_create(ClockId::Monotonic, notify)
         .unwrap();
-    sys.timer_delete(id2).unwrap();
+    sys.posix()
+        .timer_settime(id2, false, ItimerSpec::periodic(MS, MS))
+        .unwrap();
+    sys.posix().timer_delete(id2).unwrap();
     advance(&sys, &clock, 100);
     assert_eq!(n.load(SeqCst), 0, "a deleted timer notifies nothing");
     // The fd is closed by delete.
-    sys.timer_delete(id).unwrap();
+    sys.posix().timer_delete(id).unwrap();
     // SAFETY: fcntl on a closed fd is harmless and reports EBADF.
     assert_eq!(unsafe { libc::fcntl(fd, libc::F_GETFD) }, -1);
 }
@@ -191,48 +231,66 @@ fn rearm_and_delete_with_a_pending_notification() {
 #[test]
 fn sigev_none_interval_keeps_wrapping() {
     let (sys, clock) = manual();
-    let id = sys.timer_create(ClockId::Monotonic, Notify::None).unwrap();
-    sys.timer_settime(id, false, ItimerSpec::periodic(10 * MS, 10 * MS))
+    let id = sys
+        .posix()
+        .timer_create(ClockId::Monotonic, Notify::None)
+        .unwrap();
+    sys.posix()
+        .timer_settime(id, false, ItimerSpec::periodic(10 * MS, 10 * MS))
         .unwrap();
     for (now, left) in [(5, 5), (10, 10), (25, 5), (1_003, 7)] {
         clock.set(now);
-        let cur = sys.timer_gettime(id).unwrap();
+        let cur = sys.posix().timer_gettime(id).unwrap();
         assert_eq!(cur.value, left * MS, "at {now}");
         assert_eq!(cur.interval, 10 * MS);
     }
     // A one-shot SIGEV_NONE timer reads 0 once expired.
-    sys.timer_settime(id, false, ItimerSpec::once(MS)).unwrap();
+    sys.posix()
+        .timer_settime(id, false, ItimerSpec::once(MS))
+        .unwrap();
     clock.set(2_000);
-    assert_eq!(sys.timer_gettime(id).unwrap(), ItimerSpec::default());
+    assert_eq!(
+        sys.posix().timer_gettime(id).unwrap(),
+        ItimerSpec::default()
+    );
 }
 
 #[test]
 fn ids_are_per_system_and_never_reused_at_once() {
     let (a, _) = manual();
     let (b, _) = manual();
-    let ia = a.timer_create(ClockId::Monotonic, Notify::None).unwrap();
-    let ib = b.timer_create(ClockId::Monotonic, Notify::None).unwrap();
+    let ia = a
+        .posix()
+        .timer_create(ClockId::Monotonic, Notify::None)
+        .unwrap();
+    let ib = b
+        .posix()
+        .timer_create(ClockId::Monotonic, Notify::None)
+        .unwrap();
     assert_ne!(ia, ib);
     assert!(ia.raw() >= 0);
-    assert_eq!(b.timer_gettime(ia), Err(TimerError::NoSuchTimer));
-    assert_eq!(b.timer_delete(ia), Err(TimerError::NoSuchTimer));
-    assert_eq!(a.timer_gettime(ib), Err(TimerError::NoSuchTimer));
-    a.timer_delete(ia).unwrap();
+    assert_eq!(b.posix().timer_gettime(ia), Err(TimerError::NoSuchTimer));
+    assert_eq!(b.posix().timer_delete(ia), Err(TimerError::NoSuchTimer));
+    assert_eq!(a.posix().timer_gettime(ib), Err(TimerError::NoSuchTimer));
+    a.posix().timer_delete(ia).unwrap();
     assert_eq!(
-        a.timer_delete(ia),
+        a.posix().timer_delete(ia),
         Err(TimerError::NoSuchTimer),
         "double delete"
     );
     assert_eq!(
-        a.timer_settime(ia, false, ItimerSpec::once(MS)),
+        a.posix().timer_settime(ia, false, ItimerSpec::once(MS)),
         Err(TimerError::NoSuchTimer)
     );
-    assert_eq!(a.timer_getoverrun(ia), Err(TimerError::NoSuchTimer));
-    let next = a.timer_create(ClockId::Monotonic, Notify::None).unwrap();
+    assert_eq!(a.posix().timer_getoverrun(ia), Err(TimerError::NoSuchTimer));
+    let next = a
+        .posix()
+        .timer_create(ClockId::Monotonic, Notify::None)
+        .unwrap();
     assert_ne!(next, ia, "a deleted ID is not issued again at once");
     for bad in [-1, i32::MIN, i32::MAX] {
         assert_eq!(
-            a.timer_gettime(TimerId::from_raw(bad)),
+            a.posix().timer_gettime(TimerId::from_raw(bad)),
             Err(TimerError::NoSuchTimer)
         );
     }
@@ -241,13 +299,19 @@ fn ids_are_per_system_and_never_reused_at_once() {
 #[test]
 fn dropping_the_system_deletes_its_timers() {
     let (sys, _) = manual();
-    let id = sys.timer_create(ClockId::Monotonic, Notify::Fd).unwrap();
-    let fd = sys.timer_fd(id).unwrap();
+    let id = sys
+        .posix()
+        .timer_create(ClockId::Monotonic, Notify::Fd)
+        .unwrap();
+    let fd = sys.posix().timer_fd(id).unwrap();
     drop(sys);
     // SAFETY: as above.
     assert_eq!(unsafe { libc::fcntl(fd, libc::F_GETFD) }, -1, "fd closed");
     let (other, _) = manual();
-    assert_eq!(other.timer_gettime(id), Err(TimerError::NoSuchTimer));
+    assert_eq!(
+        other.posix().timer_gettime(id),
+        Err(TimerError::NoSuchTimer)
+    );
 }
 
 #[test]
@@ -286,7 +350,7 @@ fn bad_input_is_einval() {
             thread: None,
         };
         assert_eq!(
-            sys.timer_create(ClockId::Monotonic, n).err(),
+            sys.posix().timer_create(ClockId::Monotonic, n).err(),
             Some(TimerError::InvalidArgument)
         );
     }
@@ -296,24 +360,28 @@ fn bad_input_is_einval() {
         thread: Some(-3),
     };
     assert_eq!(
-        sys.timer_create(ClockId::Monotonic, n).err(),
+        sys.posix().timer_create(ClockId::Monotonic, n).err(),
         Some(TimerError::InvalidArgument)
     );
-    let id = sys.timer_create(ClockId::Monotonic, Notify::None).unwrap();
+    let id = sys
+        .posix()
+        .timer_create(ClockId::Monotonic, Notify::None)
+        .unwrap();
     assert_eq!(
-        sys.timer_fd(id),
+        sys.posix().timer_fd(id),
         Err(TimerError::InvalidArgument),
         "not an fd timer"
     );
     assert_eq!(TimerError::NoSuchTimer.errno(), libc::EINVAL);
     // Huge values saturate instead of wrapping.
-    sys.timer_settime(
-        id,
-        false,
-        ItimerSpec::periodic(Duration::MAX, Duration::MAX),
-    )
-    .unwrap();
-    assert!(sys.timer_gettime(id).unwrap().value > Duration::from_secs(1 << 30));
+    sys.posix()
+        .timer_settime(
+            id,
+            false,
+            ItimerSpec::periodic(Duration::MAX, Duration::MAX),
+        )
+        .unwrap();
+    assert!(sys.posix().timer_gettime(id).unwrap().value > Duration::from_secs(1 << 30));
 }
 
 #[test]
@@ -336,9 +404,13 @@ fn real_signal_with_si_value() {
         value: 0xfeed,
         thread: Some(tid),
     };
-    let id = sys.timer_create(ClockId::Monotonic, notify).unwrap();
+    let id = sys
+        .posix()
+        .timer_create(ClockId::Monotonic, notify)
+        .unwrap();
     let start = Instant::now();
-    sys.timer_settime(id, false, ItimerSpec::once(5 * MS))
+    sys.posix()
+        .timer_settime(id, false, ItimerSpec::once(5 * MS))
         .unwrap();
     // SAFETY: sigtimedwait writes a siginfo_t we own; the set is valid.
     let (got, value) = unsafe {
@@ -356,7 +428,7 @@ fn real_signal_with_si_value() {
     assert_eq!(got, signo);
     assert_eq!(value, 0xfeed);
     assert!(start.elapsed() >= 5 * MS, "early");
-    sys.timer_delete(id).unwrap();
+    sys.posix().timer_delete(id).unwrap();
 }
 
 #[test]
@@ -366,19 +438,21 @@ fn periodic_callbacks_on_a_runtime_are_never_early() {
     let times = Arc::new(Mutex::new(Vec::new()));
     let t2 = times.clone();
     let id = sys
+        .posix()
         .timer_create(
             ClockId::Monotonic,
             Notify::Callback(Arc::new(move |_| t2.lock().unwrap().push(Instant::now()))),
         )
         .unwrap();
     let start = Instant::now();
-    sys.timer_settime(id, false, ItimerSpec::periodic(5 * MS, 5 * MS))
+    sys.posix()
+        .timer_settime(id, false, ItimerSpec::periodic(5 * MS, 5 * MS))
         .unwrap();
     while times.lock().unwrap().len() < 10 {
         assert!(start.elapsed() < Duration::from_secs(10));
         std::thread::sleep(MS);
     }
-    sys.timer_delete(id).unwrap();
+    sys.posix().timer_delete(id).unwrap();
     // Delete waited for a running callback: nothing runs after it.
     let after = times.lock().unwrap().len();
     std::thread::sleep(20 * MS);
@@ -402,7 +476,11 @@ fn concurrent_lookups_settime_and_delete() {
     let (sys, _) = manual();
     let sys = Arc::new(sys);
     let ids: Vec<TimerId> = (0..64)
-        .map(|_| sys.timer_create(ClockId::Monotonic, Notify::None).unwrap())
+        .map(|_| {
+            sys.posix()
+                .timer_create(ClockId::Monotonic, Notify::None)
+                .unwrap()
+        })
         .collect();
     let ids = Arc::new(ids);
     let threads: Vec<_> = (0..4)
@@ -413,13 +491,16 @@ fn concurrent_lookups_settime_and_delete() {
                     let id = ids[(round * 7 + k) % ids.len()];
                     match round % 4 {
                         0 if k == 0 && round % 64 == 0 => {
-                            let _ = sys.timer_delete(id);
+                            let _ = sys.posix().timer_delete(id);
                         }
                         1 => {
-                            let _ =
-                                sys.timer_settime(id, false, ItimerSpec::once(MS * round as u32));
+                            let _ = sys.posix().timer_settime(
+                                id,
+                                false,
+                                ItimerSpec::once(MS * round as u32),
+                            );
                         }
-                        _ => match sys.timer_gettime(id) {
+                        _ => match sys.posix().timer_gettime(id) {
                             Ok(_) | Err(TimerError::NoSuchTimer) => {}
                             Err(e) => panic!("{e}"),
                         },
@@ -496,7 +577,7 @@ proptest! {
         for op in ops {
             match op {
                 Op::Create => {
-                    let id = sys.timer_create(ClockId::Monotonic, Notify::None).unwrap();
+                    let id = sys.posix().timer_create(ClockId::Monotonic, Notify::None).unwrap();
                     prop_assert!(!models.contains_key(&id));
                     models.insert(id, Model::default());
                     live.push((id, None));
@@ -504,7 +585,7 @@ proptest! {
                 Op::Settime { idx, value, interval, abs } if !live.is_empty() => {
                     let id = live[idx % live.len()].0;
                     let spec = ItimerSpec::periodic(MS * value as u32, MS * interval as u32);
-                    let got = sys.timer_settime(id, abs, spec);
+                    let got = sys.posix().timer_settime(id, abs, spec);
                     match models.get_mut(&id) {
                         None => prop_assert_eq!(got, Err(TimerError::NoSuchTimer)),
                         Some(m) => {
@@ -518,7 +599,7 @@ proptest! {
                 }
                 Op::Gettime { idx } if !live.is_empty() => {
                     let id = live[idx % live.len()].0;
-                    let got = sys.timer_gettime(id);
+                    let got = sys.posix().timer_gettime(id);
                     match models.get_mut(&id) {
                         None => prop_assert_eq!(got, Err(TimerError::NoSuchTimer)),
                         Some(m) => {
@@ -529,7 +610,7 @@ proptest! {
                 }
                 Op::Delete { idx } if !live.is_empty() => {
                     let id = live[idx % live.len()].0;
-                    let got = sys.timer_delete(id);
+                    let got = sys.posix().timer_delete(id);
                     match models.remove(&id) {
                         None => prop_assert_eq!(got, Err(TimerError::NoSuchTimer)),
                         Some(_) => prop_assert_eq!(got, Ok(())),
@@ -554,6 +635,7 @@ fn create_with_sees_the_new_id() {
     let seen = Arc::new(AtomicUsize::new(usize::MAX));
     let s = seen.clone();
     let id = sys
+        .posix()
         .timer_create_with(ClockId::Monotonic, |id| {
             let raw = id.raw() as usize;
             Notify::Callback(Arc::new(move |fired| {
@@ -562,11 +644,13 @@ fn create_with_sees_the_new_id() {
             }))
         })
         .unwrap();
-    sys.timer_settime(id, false, ItimerSpec::once(MS)).unwrap();
+    sys.posix()
+        .timer_settime(id, false, ItimerSpec::once(MS))
+        .unwrap();
     advance(&sys, &clock, 2);
     assert_eq!(seen.load(SeqCst), id.raw() as usize);
     let mut made = None;
-    let bad = sys.timer_create_with(ClockId::Monotonic, |id| {
+    let bad = sys.posix().timer_create_with(ClockId::Monotonic, |id| {
         made = Some(id);
         Notify::Signal {
             signo: 0,
@@ -576,7 +660,7 @@ fn create_with_sees_the_new_id() {
     });
     assert_eq!(bad, Err(TimerError::InvalidArgument));
     assert_eq!(
-        sys.timer_gettime(made.expect("called")),
+        sys.posix().timer_gettime(made.expect("called")),
         Err(TimerError::NoSuchTimer),
         "the refused timer's ID names nothing"
     );

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-use utimer::{Runtime, TimerFlags};
+use utimer::{Expiry, Runtime, TimerFlags};
 
 const LOOSE: Duration = Duration::from_secs(5);
 
@@ -89,8 +89,11 @@ fn an_idle_runtime_does_not_poll() {
     let timers: Vec<_> = (0..2)
         .map(|w| {
             let t = rt.system().timer(|_| {});
-            t.add_on(w, rt.system().deadline(Duration::from_secs(3600)))
-                .unwrap();
+            t.add_on(
+                w,
+                Expiry::Tick(rt.system().deadline(Duration::from_secs(3600))),
+            )
+            .unwrap();
             t
         })
         .collect();
@@ -316,5 +319,5 @@ fn a_panicking_timer_callback_leaves_the_worker_running() {
     rx.recv_timeout(LOOSE)
         .expect("the worker goes on after a panic");
     assert_eq!(hook_calls.load(SeqCst), 1);
-    assert_eq!(rt.system().stats().panicked, 1);
+    assert_eq!(rt.system().metrics().totals().panicked, 1);
 }

@@ -11,7 +11,7 @@
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex};
-use utimer::{BaseKind, Clock, Timer, TimerFlags, TimerSystem};
+use utimer::{BaseKind, Clock, Expiry, Timer, TimerFlags, TimerSystem};
 
 mod common;
 
@@ -47,7 +47,7 @@ fn stale_base(flags: TimerFlags) -> (Arc<TimerSystem>, Clock, Timer, Arc<AtomicU
     let overdue = sys.timer_with_flags(flags, cb);
     {
         let _w = sys.enter(0).unwrap();
-        overdue.modify(30_208u64).unwrap();
+        overdue.modify(Expiry::Tick(30_208u64)).unwrap();
     }
     assert_eq!(overdue.fires_at(), Some(30_208));
     clock.set(300_000);
@@ -61,11 +61,11 @@ fn a_stale_base_places_a_timer_by_its_timeout() {
         let _w = sys.enter(0).unwrap();
         let (n, cb) = counter();
         let t = sys.timer_with_flags(flags, cb);
-        t.modify(500_000u64).unwrap();
+        t.modify(Expiry::Tick(500_000u64)).unwrap();
         // 200,000 ticks: level 4, 4,096-tick buckets; 500,000 rounds up to
         // 503,808. Against the stale clock it was level 5: 524,288.
         assert_eq!(t.fires_at(), Some(503_808), "{flags:?}");
-        t.modify(500_100u64).unwrap();
+        t.modify(Expiry::Tick(500_100u64)).unwrap();
         assert_eq!(t.fires_at(), Some(503_808), "{flags:?}");
         assert_eq!(
             t.expires(),
@@ -96,7 +96,7 @@ fn an_expiry_in_the_past_fires_at_the_next_run_on_a_stale_base() {
             let _w = sys.enter(0).unwrap();
             let (n, cb) = counter();
             let t = sys.timer_with_flags(flags, cb);
-            t.modify(past).unwrap();
+            t.modify(Expiry::Tick(past)).unwrap();
             let at = t.fires_at().unwrap();
             assert!(at <= 300_000, "{flags:?} {past}: parked at {at}");
             assert_eq!(sys.next_expiry(0).unwrap().map(|n| n <= 300_000), {
@@ -106,7 +106,7 @@ fn an_expiry_in_the_past_fires_at_the_next_run_on_a_stale_base() {
             sys.run_expired(0, 300_000).unwrap();
             assert_eq!(n.load(SeqCst), 1, "{flags:?} {past}");
             assert_eq!(overdue_n.load(SeqCst), 1, "{flags:?} {past}");
-            assert_eq!(sys.stats().pending, 0);
+            assert_eq!(sys.metrics().totals().pending, 0);
         }
     }
 }
@@ -123,7 +123,7 @@ fn overdue_buckets_keep_their_order() {
         .map(|&e| {
             let order = order.clone();
             let t = sys.timer(move |_| order.lock().unwrap().push(e));
-            t.modify(e).unwrap();
+            t.modify(Expiry::Tick(e)).unwrap();
             t
         })
         .collect();
@@ -132,7 +132,7 @@ fn overdue_buckets_keep_their_order() {
     // and 9,216.
     let (n, cb) = counter();
     let late = sys.timer(cb);
-    late.modify(10_500u64).unwrap();
+    late.modify(Expiry::Tick(10_500u64)).unwrap();
     assert!(late.fires_at().unwrap() <= deadline(10_500, 10_000));
     // One of them is cancelled after the forward took it out.
     assert!(timers[2].delete());
@@ -155,15 +155,15 @@ fn a_timer_taken_out_by_a_forward_is_not_revived_early() {
     let (n, cb) = counter();
     let t = sys.timer(cb);
     // 100 ticks from 0: level 1, bucket 104 (slot 13 of level 1).
-    t.modify(100u64).unwrap();
+    t.modify(Expiry::Tick(100)).unwrap();
     assert_eq!(t.fires_at(), Some(104));
     clock.set(200);
     let other = sys.timer(|_| {});
-    other.modify(300u64).unwrap(); // forwards past 104
+    other.modify(Expiry::Tick(300)).unwrap(); // forwards past 104
     assert!(t.delete());
     // 616 from a clock of 201: level 1 again, 616 rounds to 616 = slot 13
     // of level 1 (616 / 8 = 77 = 64 + 13).
-    t.modify(616u64).unwrap();
+    t.modify(Expiry::Tick(616)).unwrap();
     assert_eq!(t.fires_at(), Some(616));
     sys.run_expired(0, 200).unwrap();
     assert_eq!(n.load(SeqCst), 0, "fired early");
@@ -188,7 +188,7 @@ fn a_callback_rearm_during_a_run_meets_the_bound() {
         let t = sys.timer_with_flags(flags, move |t| {
             let now = c.advance(0);
             if p.lock().unwrap().len() < 3 {
-                t.modify(now + 250).unwrap();
+                t.modify(Expiry::Tick(now + 250)).unwrap();
                 p.lock().unwrap().push((now, t.fires_at().unwrap()));
             }
         });
@@ -196,11 +196,11 @@ fn a_callback_rearm_during_a_run_meets_the_bound() {
         let later: Vec<Timer> = (0..4)
             .map(|i| {
                 let t = sys.timer_with_flags(flags, |_| {});
-                t.modify(19_020u64 + 64 * i).unwrap();
+                t.modify(Expiry::Tick(19_020u64 + 64 * i)).unwrap();
                 t
             })
             .collect();
-        t.modify(19_010u64).unwrap();
+        t.modify(Expiry::Tick(19_010u64)).unwrap();
         for now in [19_296u64, 40_000, 41_000] {
             clock.set(now);
             sys.run_expired(0, now).unwrap();
@@ -230,10 +230,10 @@ fn a_callback_rearming_into_its_own_tick_waits_for_the_next_run() {
     let t = sys.timer(move |t| {
         // Bounded, so that a livelock shows as a count, not a hang.
         if m.fetch_add(1, SeqCst) < 1000 {
-            t.modify(t.expires()).unwrap();
+            t.modify(Expiry::Tick(t.expires())).unwrap();
         }
     });
-    t.modify(40u64).unwrap();
+    t.modify(Expiry::Tick(40)).unwrap();
     clock.set(100);
     assert_eq!(sys.run_expired(0, 100).unwrap(), 1);
     assert_eq!(n.load(SeqCst), 1);
@@ -252,7 +252,7 @@ fn an_arm_from_another_thread_on_a_stale_base_meets_the_bound() {
     let overdue = sys.timer(cb);
     {
         let _w = sys.enter(1).unwrap();
-        overdue.modify(1_000u64).unwrap();
+        overdue.modify(Expiry::Tick(1_000u64)).unwrap();
     }
     clock.set(1_000_000);
     let s = sys.clone();
@@ -261,7 +261,7 @@ fn an_arm_from_another_thread_on_a_stale_base_meets_the_bound() {
     let t2 = t.clone();
     std::thread::spawn(move || {
         let _w = s.enter(1).unwrap();
-        t2.modify(1_000_100u64).unwrap();
+        t2.modify(Expiry::Tick(1_000_100u64)).unwrap();
     })
     .join()
     .unwrap();
@@ -285,12 +285,12 @@ fn a_clock_past_the_wheels_range_makes_every_arm_due() {
         let _w = sys.enter(0).unwrap();
         let (n, cb) = counter();
         let t = sys.timer(cb);
-        t.modify(100u64).unwrap();
+        t.modify(Expiry::Tick(100)).unwrap();
         clock.set(now);
         for e in [u64::MAX, now, 5, utimer::wheel::MAX_TICK] {
-            t.modify(e).unwrap();
+            t.modify(Expiry::Tick(e)).unwrap();
             assert!(t.fires_at().unwrap() <= utimer::wheel::MAX_TICK);
-            assert!(t.reduce(e).unwrap());
+            assert!(t.reduce(Expiry::Tick(e)).unwrap());
         }
         assert_eq!(sys.run_expired(0, now).unwrap(), 1);
         assert_eq!(n.load(SeqCst), 1);

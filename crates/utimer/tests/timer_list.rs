@@ -2,7 +2,7 @@
 //! queued where.
 
 use std::time::Duration;
-use utimer::{BaseKind, Clock, ClockId, HrRestart, TimerFlags, TimerSystem};
+use utimer::{BaseKind, Clock, ClockId, Expiry, HrRestart, TimerFlags, TimerSystem};
 
 #[test]
 fn the_snapshot_shows_each_base() {
@@ -10,16 +10,16 @@ fn the_snapshot_shows_each_base() {
     let sys = TimerSystem::builder()
         .workers(2)
         .clock(clock.clone())
-        .build();
+        .build_without_threads();
     let _in = sys.enter(0).unwrap();
     let pinned = sys.timer_with_flags(TimerFlags::PINNED, |_| {});
-    pinned.modify(10).unwrap();
+    pinned.modify(Expiry::Tick(10)).unwrap();
     let movable = sys.timer(|_| {});
-    movable.modify(20).unwrap();
+    movable.modify(Expiry::Tick(20)).unwrap();
     let hr = sys.hrtimer(ClockId::Boottime, |_| HrRestart::NoRestart);
     hr.start(7_000_000).unwrap();
 
-    let list = sys.timer_list();
+    let list = sys.metrics().timer_list();
     assert_eq!(list.workers.len(), 2);
     assert_eq!(list.tick, Duration::from_millis(1));
     let w0 = &list.workers[0];
@@ -58,7 +58,7 @@ fn the_snapshot_shows_each_base() {
     assert!(pinned.delete());
     clock.advance(8);
     sys.run_expired(0, sys.now()).unwrap();
-    let list = sys.timer_list();
+    let list = sys.metrics().timer_list();
     let w0 = &list.workers[0];
     let boot = w0.hr.iter().find(|h| h.clock == ClockId::Boottime).unwrap();
     assert_eq!((boot.pending, boot.fired), (0, 1));

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
-use utimer::{Clock, ClockId, HrRestart, TimerSystem};
+use utimer::{Clock, ClockId, Expiry, HrRestart, TimerSystem};
 
 /// Records the message of every event (the tracepoint's name).
 #[derive(Clone, Default)]
@@ -54,11 +54,11 @@ fn wheel_and_hrtimer_events_are_traced() {
         let sys = TimerSystem::builder()
             .workers(1)
             .clock(clock.clone())
-            .build();
+            .build_without_threads();
         let t = sys.timer(|_| {});
-        t.modify(5).unwrap();
+        t.modify(Expiry::Tick(5)).unwrap();
         assert!(t.delete());
-        t.modify(5).unwrap();
+        t.modify(Expiry::Tick(5)).unwrap();
         clock.advance(6);
         sys.run_expired(0, sys.now()).unwrap();
         let h = sys.hrtimer(ClockId::Monotonic, |_| HrRestart::NoRestart);

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use super::START_TICK;
-use utimer::{Clock, Timer, TimerFlags, TimerSystem};
+use utimer::{Clock, Expiry, Timer, TimerFlags, TimerSystem};
 
 /// The peer; `PINNED` creates `TimerFlags::PINNED` timers, which live in
 /// the worker's *local* base (the kernel's `BASE_LOCAL`) instead of its
@@ -46,7 +46,7 @@ impl<const PINNED: bool, const OWNER: bool> UtimerPeerT<PINNED, OWNER> {
             .workers(workers)
             .clock(clock.clone())
             .stats(stats)
-            .build();
+            .build_without_threads();
         UtimerPeerT {
             sys: Arc::new(sys),
             clock,
@@ -98,13 +98,13 @@ impl<const PINNED: bool, const OWNER: bool> super::TimerPeer for UtimerPeerT<PIN
 
     #[inline]
     fn arm(&mut self, h: &mut Timer, expires: u64) {
-        let r = h.add(expires);
+        let r = h.add(Expiry::Tick(expires));
         debug_assert!(r.is_ok(), "{r:?}");
     }
 
     #[inline]
     fn rearm(&mut self, h: &mut Timer, expires: u64) {
-        let r = h.modify(expires);
+        let r = h.modify(Expiry::Tick(expires));
         debug_assert!(r.is_ok(), "{r:?}");
     }
 

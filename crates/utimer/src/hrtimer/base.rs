@@ -35,10 +35,10 @@
 //! as the wheel's `lock_timer_base()` protocol does.
 
 use super::entry::{HrEntry, MIGRATING_WORKER, NOT_QUEUED};
-use crate::sync::state::{DEAD, OFFLINE, SHUTDOWN};
 use super::queue::{Handle, Queue};
 use super::sleeper::Pairing;
 use super::HrTable;
+use crate::sync::state::{DEAD, OFFLINE, SHUTDOWN};
 use crate::sync::summary::NextSummary;
 use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, Mutex, MutexGuard};
 use crate::time::ClockId;

@@ -25,9 +25,9 @@
 //! cannot hold the worker forever.
 
 use super::base::{place, wake_for, HrBase};
-use crate::sync::state::{DEAD, OFFLINE, SHUTDOWN};
 use super::entry::{HrEntry, HrFire, HrRestart, NOT_QUEUED};
 use super::sleeper;
+use crate::sync::state::{DEAD, OFFLINE, SHUTDOWN};
 use crate::sync::{futex, thread_local};
 use std::any::Any;
 use std::cell::Cell;

@@ -107,9 +107,9 @@ pub(crate) use expire::in_callback;
 pub(crate) use timer::HrEnv;
 pub use timer::HrTimer;
 
+use crate::sync::state::{DEAD, OFFLINE};
 use crate::sync::summary::Summaries;
 use crate::time::{ClockId, TickSource};
-use crate::sync::state::{DEAD, OFFLINE};
 use base::{HrBase, ONLINE};
 use std::any::Any;
 use std::sync::atomic::Ordering::Relaxed;

@@ -60,9 +60,9 @@
 //! and drop; Miri runs the heap's and the sleeper's tests.
 
 use super::base::{lock_base_word, wake_for, HrGuard, ONLINE};
-use crate::sync::state as closed;
 use super::entry::MIGRATING_WORKER;
 use super::HrTable;
+use crate::sync::state as closed;
 use crate::sync::{AtomicU32, AtomicU64, UnsafeCell};
 use crate::time::ClockId;
 use crate::TimerError;

@@ -1,4 +1,4 @@
-//! The hierarchical pull model (seed 004; the kernel's
+//! The hierarchical pull model (Linux 6.9; the kernel's
 //! `kernel/time/timer_migration.c`, Linux 6.9): movable timers are always
 //! queued on the arming worker, and an idle worker's movable timers are
 //! expired by a busy one, so that idle workers stay asleep.

@@ -150,7 +150,7 @@ impl WheelSource<'_> {
                 // reach it (`new_timer`).
                 Deactivated::Idle(top) if pull => (top.arm, Some(next.unwrap_or(u64::MAX))),
                 // No member, or no pull model: wake for its own movable
-                // timers, as before seed 004.
+                // timers, as the kernel before 6.9.
                 _ => (next, Some(next.map_or(until, |n| n.min(until)))),
             }
         });
@@ -203,7 +203,7 @@ pub(crate) struct Nohz {
     pub(crate) hier: Hierarchy,
     pub(crate) monitor: Monitor,
     /// The pull model is on (else every worker wakes for its own movable
-    /// timers, as before seed 004; the hierarchy only tracks who is busy).
+    /// timers, as the kernel before 6.9; the hierarchy only tracks who is busy).
     pub(crate) pull: bool,
 }
 

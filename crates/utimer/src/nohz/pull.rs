@@ -72,6 +72,7 @@ impl Monitor {
 
     /// Bumped by every unpark: the simulator's way to see that the monitor
     /// was woken.
+    #[cfg(any(feature = "bench-internals", loom))]
     pub(crate) fn token(&self) -> u32 {
         self.parker.token()
     }
@@ -245,7 +246,7 @@ mod tests_heartbeat {
             .workers(2)
             .tick(Duration::from_micros(100))
             .stall_bound(BOUND)
-            .build();
+            .build_without_threads();
         let core = sys.core();
         let (bases, nohz) = (&core.bases, &core.nohz);
         let stalls = || nohz.hier.stats(0).stalls;
@@ -289,7 +290,12 @@ mod tests {
 
     /// A system of two workers in one flat group, both hierarchy members.
     fn two_members(builder: crate::Builder) -> Arc<TimerSystem> {
-        let sys = Arc::new(builder.workers(2).topology(Topology::flat(2)).build());
+        let sys = Arc::new(
+            builder
+                .workers(2)
+                .topology(Topology::flat(2))
+                .build_without_threads(),
+        );
         sys.core().nohz.hier.join(0, 0);
         sys.core().nohz.hier.join(1, 0);
         sys
@@ -313,11 +319,11 @@ mod tests {
                 if f.fetch_add(1, SeqCst) == 0 && rearm {
                     // Due again at once: a second run of this base that
                     // started now would run it beside this call.
-                    t.modify(10).unwrap();
+                    t.modify(crate::Expiry::Tick(10)).unwrap();
                 }
                 r.store(false, SeqCst);
             });
-            t.modify(5).unwrap();
+            t.modify(crate::Expiry::Tick(5)).unwrap();
             t
         };
         clock.set(10);
@@ -387,7 +393,7 @@ mod tests {
             let (sys, timer, fired) = stalled_setup(false);
             let migrator = spawn_migrator(&sys);
             let _me = sys.enter(1).unwrap();
-            let was_pending = timer.modify(50).unwrap();
+            let was_pending = timer.modify(crate::Expiry::Tick(50)).unwrap();
             assert!(timer.is_pending());
             drop(timer);
             migrator.join().unwrap();
@@ -441,7 +447,7 @@ mod tests {
             {
                 let _me = sys.enter(0).unwrap();
                 core.nohz.run_expired(&core.bases, 0, 10);
-                timer.modify(20).unwrap();
+                timer.modify(crate::Expiry::Tick(20)).unwrap();
             }
             let next = monitor.join().unwrap();
             if core.nohz.hier.is_active(0) {

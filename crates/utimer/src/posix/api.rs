@@ -1,6 +1,7 @@
-//! The POSIX timer calls, as methods of [`TimerSystem`]. Each looks the ID
-//! up without a lock (`table.rs`), checks the owner, and works under the
-//! timer's own lock (`timer.rs`).
+//! The POSIX timer calls, on [`PosixTimers`], the handle that
+//! [`TimerSystem::posix`] gives: the one method this layer adds to the
+//! system. Each call looks the ID up without a lock (`table.rs`), checks the
+//! owner, and works under the timer's own lock (`timer.rs`).
 
 use super::registry::{Registry, TABLE};
 use super::timer::{Inner, PosixTimer};
@@ -9,6 +10,39 @@ use crate::time::ClockId;
 use crate::{TimerError, TimerSystem};
 
 impl TimerSystem {
+    /// The system's POSIX timers: `timer_create`, `timer_settime`,
+    /// `timer_gettime`, `timer_getoverrun`, `timer_delete`, as the kernel's
+    /// calls of those names on a process (`kernel/time/posix-timers.c`).
+    /// The handle is a borrow: it costs nothing to get.
+    ///
+    /// ```
+    /// use utimer::{ClockId, ItimerSpec, Notify, Runtime};
+    /// use std::time::Duration;
+    ///
+    /// let rt = Runtime::new(1).unwrap();
+    /// let posix = rt.system().posix();
+    /// let id = posix.timer_create(ClockId::Monotonic, Notify::None).unwrap();
+    /// posix
+    ///     .timer_settime(id, false, ItimerSpec::once(Duration::from_secs(60)))
+    ///     .unwrap();
+    /// assert!(posix.timer_gettime(id).unwrap().value > Duration::ZERO);
+    /// posix.timer_delete(id).unwrap();
+    /// ```
+    #[inline]
+    pub fn posix(&self) -> PosixTimers<'_> {
+        PosixTimers { sys: self }
+    }
+}
+
+/// The POSIX timers of one [`TimerSystem`], from
+/// [`TimerSystem::posix`]: the kernel's `timer_*` system calls, IDs
+/// included, with the semantics in the [`posix`](crate::posix) module docs.
+#[derive(Copy, Clone, Debug)]
+pub struct PosixTimers<'a> {
+    sys: &'a TimerSystem,
+}
+
+impl PosixTimers<'_> {
     /// Looks `id` up and runs `f` on it, if this system owns it: the
     /// kernel's `__lock_timer()` (the lock is taken inside `f`).
     fn with_posix<R>(
@@ -16,7 +50,7 @@ impl TimerSystem {
         id: TimerId,
         f: impl FnOnce(&Inner) -> Result<R, TimerError>,
     ) -> Result<R, TimerError> {
-        let owner = Registry::of(self).owner;
+        let owner = Registry::of(self.sys).owner;
         TABLE
             .with(id.0, |t: &PosixTimer| {
                 if t.owner == owner {
@@ -55,15 +89,16 @@ impl TimerSystem {
         clock: ClockId,
         notify: impl FnOnce(TimerId) -> Notify,
     ) -> Result<TimerId, TimerError> {
-        let worker = self.core().bases.route(self.core().bases.current_worker());
-        let owner = Registry::of(self).owner;
+        let core = self.sys.core();
+        let worker = core.bases.route(core.bases.current_worker());
+        let owner = Registry::of(self.sys).owner;
         let mut made = Ok(());
         let id = TABLE
             .insert(|id| {
                 let notify = notify(TimerId(id));
                 let inner = match notify
                     .check()
-                    .and_then(|()| Inner::new(self.env(), worker, id, clock, notify))
+                    .and_then(|()| Inner::new(self.sys.env(), worker, id, clock, notify))
                 {
                     Ok(inner) => inner,
                     Err(e) => {
@@ -72,7 +107,7 @@ impl TimerSystem {
                         // never issued); unlinked below.
                         return PosixTimer {
                             owner: 0,
-                            inner: Inner::new(self.env(), worker, id, clock, Notify::None)
+                            inner: Inner::new(self.sys.env(), worker, id, clock, Notify::None)
                                 .expect("SIGEV_NONE needs no resources"),
                         };
                     }
@@ -84,7 +119,7 @@ impl TimerSystem {
             TABLE.remove_if(id, |t| t.owner == 0);
             return Err(e);
         }
-        Registry::of(self)
+        Registry::of(self.sys)
             .ids
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -136,9 +171,9 @@ impl TimerSystem {
     /// [`TimerError::NoSuchTimer`], also for a second delete.
     pub fn timer_delete(&self, id: TimerId) -> Result<(), TimerError> {
         self.with_posix(id, |t| t.delete())?;
-        let owner = Registry::of(self).owner;
+        let owner = Registry::of(self.sys).owner;
         TABLE.remove_if(id.0, |t| t.owner == owner);
-        Registry::of(self)
+        Registry::of(self.sys)
             .ids
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -158,9 +193,8 @@ impl TimerSystem {
         self.with_posix(id, |t| t.fd())
     }
 
-    /// Benchmark only: seed 003's "before", `timer_gettime` whose lookup
-    /// takes one process-wide spinlock (the kernel's `idr_lock` until
-    /// 2011), held from the lookup until the timer's own lock is taken.
+    /// Benchmark only: `timer_gettime` as before 2011, its lookup under
+    /// one process-wide spinlock (the kernel's `idr_lock`), held from the lookup until the timer's own lock is taken.
     ///
     /// # Errors
     /// As [`timer_gettime`](Self::timer_gettime).
@@ -178,7 +212,7 @@ impl TimerSystem {
             }
         }
         let unlock = || IDR_LOCK.store(false, Ordering::Release);
-        let owner = Registry::of(self).owner;
+        let owner = Registry::of(self.sys).owner;
         let mut unlock = Some(unlock);
         let r = TABLE
             .with(id.0, |t: &PosixTimer| {

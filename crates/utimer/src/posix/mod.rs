@@ -6,8 +6,9 @@
 //!
 //! Timers belong to a [`TimerSystem`](crate::TimerSystem) as the kernel's
 //! belong to a process, and are named by `int`-sized [`TimerId`]s. The
-//! calls are methods of the system (`api.rs`); the C front end maps them
-//! one to one. Semantics, as the kernel's (`kernel/time/posix-timers.c`):
+//! calls are methods of the system's [`PosixTimers`] handle
+//! ([`TimerSystem::posix`](crate::TimerSystem::posix), `api.rs`); the C
+//! front end maps them one to one. Semantics, as the kernel's (`kernel/time/posix-timers.c`):
 //!
 //! * `timer_settime` with a zero value disarms; the interval counts only
 //!   with a non-zero value; it returns the old setting and resets the
@@ -32,7 +33,7 @@
 //! Notifications are in `notify.rs`, with the differences from the kernel
 //! that user space imposes (signals are `SI_QUEUE`).
 //!
-//! # ID lookup without a shared lock (seed 003)
+//! # ID lookup without a shared lock
 //!
 //! In 2011 every `timer_gettime` took one global spinlock (`idr_lock`) to
 //! find its timer; on a 16-CPU machine, 16 processes calling it spent 98%
@@ -59,6 +60,8 @@ pub(crate) mod table;
 #[cfg(not(loom))]
 mod timer;
 
+#[cfg(not(loom))]
+pub use api::PosixTimers;
 #[cfg(not(loom))]
 pub use notify::{Notify, NotifyFn};
 

@@ -1,6 +1,6 @@
 //! The POSIX timer ID table: `id -> timer` without a lock that other
 //! lookups take and without a write to memory that other lookups write
-//! (seed 003, the kernel's `posix_timer_by_id()` under RCU).
+//! (the kernel's `posix_timer_by_id()` under RCU, since 2011).
 //!
 //! # Structure
 //!

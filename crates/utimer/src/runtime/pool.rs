@@ -73,6 +73,18 @@ struct Pool {
     next: AtomicUsize,
 }
 
+impl Builder {
+    /// Starts a [`Runtime`] with these settings: one thread per worker,
+    /// which expires its worker's timers and sleeps in between, and the
+    /// pull model's monitor. The same as [`Runtime::with_builder`].
+    ///
+    /// # Errors
+    /// As [`Runtime::with_builder`].
+    pub fn start(self) -> std::io::Result<Runtime> {
+        Runtime::with_builder(self)
+    }
+}
+
 /// Worker threads over a [`TimerSystem`]: the embedded default runtime.
 pub struct Runtime {
     sys: Arc<TimerSystem>,
@@ -96,7 +108,7 @@ impl Runtime {
     pub fn with_builder(builder: Builder) -> std::io::Result<Runtime> {
         let pin = builder.pinned_cpus().map(<[usize]>::to_vec);
         let sys = builder
-            .try_build()
+            .try_build_without_threads()
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         let sys = Arc::new(sys);
         let pool = Arc::new(Pool {

@@ -69,7 +69,7 @@ impl Sim {
             .clock(clock.clone())
             .topology(Topology::uniform(cfg.workers, cfg.nodes))
             .stall_bound(cfg.stall_bound)
-            .build();
+            .build_without_threads();
         let n = sys.workers();
         let pinned_armed_on = Arc::new(AtomicU64::new(u64::MAX));
         let mut woken = Vec::new();
@@ -179,7 +179,7 @@ impl Sim {
             .unwrap_or(w);
         self.pinned_armed_on
             .store(if pinned { lands_on as u64 } else { u64::MAX }, Relaxed);
-        let armed = timer.modify(expires);
+        let armed = timer.modify(crate::Expiry::Tick(expires));
         self.pinned_armed_on.store(u64::MAX, Relaxed);
         armed.map_err(|e| self.fail(format!("arm: {e}")))?;
         let fires_at = timer
@@ -262,7 +262,10 @@ impl Sim {
                 "worker {w}'s waker was called with workers active and no pinned timer armed on it"
             )));
         }
-        self.sys.check_hierarchy().map_err(|e| self.fail(e))?;
+        self.sys
+            .metrics()
+            .check_hierarchy()
+            .map_err(|e| self.fail(e))?;
         self.check_timers(false)
     }
 
@@ -426,12 +429,12 @@ impl Sim {
                     ));
                     if TRACE.with(|t| *t) {
                         eprintln!("phases: {:?}", self.phase);
-                        for (i, g) in self.sys.hierarchy().iter().enumerate() {
+                        for (i, g) in self.sys.metrics().hierarchy().iter().enumerate() {
                             eprintln!("group {i}: {g:?}");
                         }
                         eprintln!(
                             "owner stats {:?} next {:?}",
-                            self.sys.migration_stats(t.owner),
+                            self.sys.metrics().migration_stats(t.owner),
                             self.sys.next_expiry(t.owner)
                         );
                     }

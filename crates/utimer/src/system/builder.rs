@@ -1,4 +1,8 @@
-//! [`Builder`]: a [`TimerSystem`]'s settings.
+//! [`Builder`]: a [`TimerSystem`]'s settings, and the two ways to make
+//! one: [`start`](Builder::start) (with worker threads, a
+//! [`Runtime`](crate::Runtime); added by the runtime layer) or
+//! [`build_without_threads`](Builder::build_without_threads) (the caller
+//! drives expiry).
 
 use super::{Core, TimerSystem};
 use crate::migration::{Hierarchy, Topology};
@@ -9,7 +13,11 @@ use crate::TimerError;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Configures a [`TimerSystem`].
+/// Configures a [`TimerSystem`]: the number of workers, the tick, the
+/// clock, and the rest below. Start it with threads of its own
+/// ([`start`](Self::start), which gives a [`Runtime`](crate::Runtime)), or
+/// build a bare system whose timers fire only when a thread runs expiry
+/// ([`build_without_threads`](Self::build_without_threads)).
 #[derive(Clone)]
 pub struct Builder {
     workers: usize,
@@ -130,10 +138,12 @@ impl Builder {
         self
     }
 
-    /// The pull model (default on): idle registered workers leave their
-    /// movable timers to busy ones. Off, every worker wakes for its own
-    /// movable timers and nobody pulls a stalled worker's, as before seed
-    /// 004 (for comparison: `utimer bench`'s seed 004 tables).
+    /// Benchmark only: the pull model (default on) off. Idle registered
+    /// workers then wake for their own movable timers and nobody pulls a
+    /// stalled worker's, as in the kernel before 6.9 (`utimer bench`'s
+    /// pull-model tables compare the two).
+    #[cfg(feature = "bench-internals")]
+    #[doc(hidden)]
     pub fn pull_model(mut self, on: bool) -> Self {
         self.pull = on;
         self
@@ -144,24 +154,30 @@ impl Builder {
         self.pin.as_deref()
     }
 
-    /// Creates the system.
+    /// Creates the system **without threads of its own**: its timers fire
+    /// only when a thread runs expiry ([`TimerSystem::run_expired`], or a
+    /// worker registered with [`TimerSystem::register_worker`]). For an
+    /// event loop that owns its threads, or a test that drives a manual
+    /// [`Clock`]; [`start`](Self::start) runs worker threads instead.
     ///
     /// # Panics
     /// If a [`topology`](Self::topology) override describes another number
-    /// of workers; [`try_build`](Self::try_build) returns the error instead.
-    pub fn build(self) -> TimerSystem {
-        match self.try_build() {
+    /// of workers; [`try_build_without_threads`](Self::try_build_without_threads)
+    /// returns the error instead.
+    pub fn build_without_threads(self) -> TimerSystem {
+        match self.try_build_without_threads() {
             Ok(sys) => sys,
             Err(e) => panic!("utimer::Builder::build: {e}"),
         }
     }
 
-    /// Creates the system.
+    /// [`build_without_threads`](Self::build_without_threads), returning
+    /// the error rather than panicking.
     ///
     /// # Errors
     /// [`TimerError::BadTopology`] if a [`topology`](Self::topology)
     /// override describes another number of workers.
-    pub fn try_build(self) -> Result<TimerSystem, TimerError> {
+    pub fn try_build_without_threads(self) -> Result<TimerSystem, TimerError> {
         let topology = match self.topology {
             Some(t) => {
                 t.check(self.workers)?;

@@ -9,31 +9,46 @@
 //! integration API ([`TimerSystem::register_worker`], `worker.rs`).
 //!
 //! One file a concern: the facade (here), its settings (`builder.rs`),
-//! shutdown (`shutdown.rs`), the integration API (`worker.rs`) and blocking
-//! sleep (`sleep.rs`). Every inherent `impl TimerSystem` is in this file,
-//! but the POSIX timer calls, which the layer above adds (`posix/api.rs`);
-//! the other files hold the types the facade hands out.
+//! shutdown (`shutdown.rs`), the integration API (`worker.rs`), blocking
+//! sleep (`sleep.rs`) and introspection (`metrics.rs`).
+//!
+//! # The facade's methods, by job
+//!
+//! | job | methods | where |
+//! |-----|---------|-------|
+//! | making one | [`builder`](TimerSystem::builder), [`without_threads`](TimerSystem::without_threads), `workers` | here, `builder.rs` |
+//! | clocks | `now`, `now_precise`, `tick`, `clock`, `deadline`, `instant_of`, `clock_ns`, `clock_was_set` | here |
+//! | timers | [`timer`](TimerSystem::timer), `timer_with_flags`, [`hrtimer`](TimerSystem::hrtimer), `hrtimer_on` | here |
+//! | sleep | [`sleep`](TimerSystem::sleep), `sleep_until`, `sleeper` | here, `sleep.rs` |
+//! | driving expiry | `enter`, `current_worker`, `run_expired`, `next_expiry`, `register_worker`, `run_monitor`, `stop_monitor` | here, `worker.rs` |
+//! | hot-plug | `offline`, `online`, `is_online` | here |
+//! | counters and introspection | [`metrics`](TimerSystem::metrics) | `metrics.rs` |
+//! | POSIX timers | [`posix`](TimerSystem::posix) | `posix/api.rs`, the layer above |
+//!
+//! Every inherent `impl TimerSystem` is in this file, but the two that hand
+//! out the handles of the last two rows; the other files hold the types
+//! the facade hands out. (Two more, for `utimer bench` only, exist with
+//! the `bench-internals` feature.)
 
 mod builder;
 mod hr;
 mod hr_sleeper;
+mod metrics;
 mod shutdown;
 mod sleep;
-mod timer_list;
 mod worker;
 
 pub use builder::Builder;
 pub use hr_sleeper::{HrSleeper, SystemRef};
+pub use metrics::{Metrics, TimerList, WheelBaseInfo, WorkerTimers};
 pub use sleep::{Interrupter, SleepOutcome, Sleeper};
-pub use timer_list::{TimerList, WheelBaseInfo, WorkerTimers};
 pub use worker::Worker;
 
-use crate::hrtimer::{HrFire, HrRestart, HrStats, HrTimer};
-use crate::migration::{GroupInfo, MigrationStats};
+use crate::hrtimer::{HrFire, HrRestart, HrTimer};
 use crate::nohz::Nohz;
 use crate::time::ClockId;
 use crate::time::{Clock, Expiry};
-use crate::timer_list::base::{BaseKind, BaseStats, Bases, Binding};
+use crate::timer_list::base::{Bases, Binding};
 use crate::{Timer, TimerError, TimerFlags};
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -83,9 +98,14 @@ impl std::fmt::Debug for EnterGuard<'_> {
 }
 
 impl TimerSystem {
-    /// A system with `workers` workers and default settings.
-    pub fn new(workers: usize) -> TimerSystem {
-        Builder::default().workers(workers).build()
+    /// A system with `workers` workers and default settings, **without
+    /// threads of its own**: its timers fire only when a thread runs
+    /// expiry ([`run_expired`](Self::run_expired), or a worker registered
+    /// with [`register_worker`](Self::register_worker)). For timers that
+    /// fire by themselves, start a [`Runtime`](crate::Runtime)
+    /// (`Runtime::new`, or [`Builder::start`]).
+    pub fn without_threads(workers: usize) -> TimerSystem {
+        Builder::default().workers(workers).build_without_threads()
     }
 
     /// A [`Builder`] with default settings.
@@ -192,15 +212,6 @@ impl TimerSystem {
         Ok(HrTimer::new(self.env.clone(), worker, clock, callback))
     }
 
-    /// Counters of `worker`'s hrtimer bases (all clocks).
-    ///
-    /// # Errors
-    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
-    pub fn hr_stats(&self, worker: usize) -> Result<HrStats, TimerError> {
-        self.core.bases.check_worker(worker)?;
-        Ok(self.core.nohz.hr.stats(worker))
-    }
-
     /// The current time of `clock` in nanoseconds, as hrtimers read it
     /// (`clock_gettime`; with a manual [`Clock`], its tick × the tick
     /// length, for every clock).
@@ -277,31 +288,6 @@ impl TimerSystem {
         Ok(self.core.nohz.next_tick(&self.core.bases, worker))
     }
 
-    /// Statistics of one base.
-    ///
-    /// # Errors
-    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
-    pub fn base_stats(&self, worker: usize, kind: BaseKind) -> Result<BaseStats, TimerError> {
-        self.core.bases.check_worker(worker)?;
-        Ok(Bases::stats_of(self.core.bases.base(worker, kind)))
-    }
-
-    /// Statistics summed over every base.
-    pub fn stats(&self) -> BaseStats {
-        let mut sum = BaseStats::default();
-        for base in self.core.bases.all() {
-            sum += Bases::stats_of(base);
-        }
-        sum
-    }
-
-    /// Heap bytes held by the bases' wheels (entry blocks and bucket lists), not
-    /// counting the timers themselves.
-    pub fn wheel_heap_bytes(&self) -> usize {
-        let bases = self.core.bases.all();
-        bases.iter().map(|b| b.lock().wheel.heap_bytes()).sum()
-    }
-
     /// Makes the current thread worker `worker`: the integration API for
     /// executors and event loops that own their threads (see [`Worker`]).
     /// `wake` is called, from any thread and never under a utimer lock,
@@ -319,40 +305,6 @@ impl TimerSystem {
     ) -> Result<Worker, TimerError> {
         self.core.bases.check_worker(worker)?;
         Ok(Worker::register(self.core.clone(), worker, Arc::new(wake)))
-    }
-
-    /// Worker `worker`'s pull-model counters: remote expiries it ran, runs
-    /// of its base by others, migrator hand-offs, idle entries, wake-ups,
-    /// stalls, and the hierarchy operations done on its behalf.
-    ///
-    /// # Errors
-    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
-    pub fn migration_stats(&self, worker: usize) -> Result<MigrationStats, TimerError> {
-        self.core.bases.check_worker(worker)?;
-        Ok(self.core.nohz.hier.stats(worker))
-    }
-
-    /// The pull model's hierarchy, group by group (the kernel's
-    /// `tmigr_hierarchy`): levels, nodes, children, active masks,
-    /// migrators and first events. A snapshot: each group is read on its
-    /// own.
-    pub fn hierarchy(&self) -> Vec<GroupInfo> {
-        self.core.nohz.hier.info()
-    }
-
-    /// Levels of the pull model's hierarchy.
-    pub fn hierarchy_levels(&self) -> u8 {
-        self.core.nohz.hier.levels()
-    }
-
-    /// Checks that every group's active mask and migrator agree with its
-    /// children's states. Meaningful only while no worker goes idle or
-    /// active (the simulator checks it after every step).
-    ///
-    /// # Errors
-    /// A description of the first group that disagrees.
-    pub fn check_hierarchy(&self) -> Result<(), String> {
-        self.core.nohz.hier.check()
     }
 
     /// Runs the stall monitor on this thread until
@@ -437,7 +389,7 @@ impl TimerSystem {
     }
 
     /// Benchmark only: makes `worker` an active member of the hierarchy
-    /// without a thread (a "busy" worker for the seed 004 tables).
+    /// without a thread (a "busy" worker for the pull-model tables).
     #[cfg(feature = "bench-internals")]
     #[doc(hidden)]
     pub fn bench_activate(&self, worker: usize) {
@@ -447,7 +399,7 @@ impl TimerSystem {
             .join(worker, self.core.bases.ticks.now_precise());
     }
 
-    /// Benchmark only: seed 004's "before", the push heuristic of
+    /// Benchmark only: the kernel's push heuristic before 6.9 of
     /// `get_nohz_timer_target()`: the calling thread's worker if it is
     /// busy, else the nearest busy worker (the next ones in index order,
     /// which the hierarchy groups by proximity), else its own.

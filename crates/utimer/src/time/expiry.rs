@@ -7,25 +7,33 @@ use std::time::{Duration, Instant};
 /// [`modify_pending`](crate::Timer::modify_pending),
 /// [`reduce`](crate::Timer::reduce), [`add_on`](crate::Timer::add_on)).
 ///
-/// Every arming call takes `impl Into<Expiry>`, so a tick, a `Duration` or
-/// an `Instant` can be passed as is:
+/// Every arming call takes `impl Into<Expiry>`, so a `Duration` or an
+/// `Instant` can be passed as is; an absolute tick is spelled out, as
+/// [`Expiry::Tick`] (a bare integer does not convert: is `250` a tick or
+/// milliseconds?):
 ///
 /// ```
 /// use std::time::{Duration, Instant};
 /// use utimer::{Expiry, TimerSystem};
 ///
-/// let sys = TimerSystem::new(1);
+/// let sys = TimerSystem::without_threads(1);
 /// let t = sys.timer(|_| {});
 /// t.modify(Duration::from_millis(10)).unwrap();       // 10 ms from now, never early
 /// t.modify(Instant::now() + Duration::from_secs(1)).unwrap(); // at or after an instant
 /// t.modify(Expiry::AfterTicks(10)).unwrap();          // 10 ticks from now, never early
-/// t.modify(sys.now() + 10).unwrap();                  // absolute tick (jiffies + 10)
+/// t.modify(Expiry::Tick(sys.now() + 10)).unwrap();    // absolute tick (jiffies + 10)
+/// ```
+///
+/// ```compile_fail
+/// # let sys = utimer::TimerSystem::without_threads(1);
+/// # let t = sys.timer(|_| {});
+/// t.modify(250u64).unwrap(); // a bare integer is no expiry
 /// ```
 ///
 /// The relative forms read the precise clock and round up, so the timer is
 /// never early whatever the coarse clock behind
 /// [`TimerSystem::now`](crate::TimerSystem::now) does. An absolute tick is
-/// taken literally: `now() + 10` is relative to a clock that may lag real
+/// taken literally: `Tick(now() + 10)` is relative to a clock that may lag real
 /// time by up to its coarse resolution (see [`Clock`](crate::Clock)), as
 /// `jiffies + 10` is in the kernel.
 ///
@@ -45,13 +53,6 @@ pub enum Expiry {
     /// At or after this instant (for a manual clock: this long from now, as
     /// measured on the monotonic clock).
     At(Instant),
-}
-
-impl From<u64> for Expiry {
-    #[inline(always)]
-    fn from(tick: u64) -> Expiry {
-        Expiry::Tick(tick)
-    }
 }
 
 impl From<Duration> for Expiry {

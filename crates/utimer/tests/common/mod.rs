@@ -13,7 +13,7 @@ pub(crate) fn manual(workers: usize) -> (Arc<TimerSystem>, Clock) {
     let sys = TimerSystem::builder()
         .workers(workers)
         .clock(clock.clone())
-        .build();
+        .build_without_threads();
     (Arc::new(sys), clock)
 }
 
@@ -29,7 +29,7 @@ pub(crate) fn manual_hr(workers: usize) -> (Arc<TimerSystem>, Clock) {
         .workers(workers)
         .tick(std::time::Duration::from_nanos(HR_TICK))
         .clock(clock.clone())
-        .build();
+        .build_without_threads();
     (Arc::new(sys), clock)
 }
 

@@ -220,7 +220,7 @@ mod tests {
         let (sys, offline) =
             delete_during_a_held_move(|sys, _| thread::spawn(move || sys.offline(0)));
         assert_eq!(offline, Ok(1));
-        let s = sys.stats();
+        let s = sys.metrics().totals();
         assert_eq!((s.armed, s.deleted, s.pending), (1, 1, 0));
     }
 }

@@ -21,7 +21,7 @@ pub(crate) struct Counters {
 /// quiescent moment (a timer re-armed while pending is not armed again; a
 /// timer moving between bases stays counted where it was armed).
 ///
-/// The three `modify` outcomes are those of seed 002 (Linux's 2016
+/// The three `modify` outcomes are those of the kernel's same-bucket re-arm (Linux's 2016
 /// same-bucket patch), counted for re-arms of pending timers:
 /// `matched` (no lock taken: the new expiry fires in the same tick as the
 /// old bucket), `requeued` (locked and requeued at the bucket computed

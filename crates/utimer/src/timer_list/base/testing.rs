@@ -18,12 +18,12 @@ pub(crate) fn delete_during_a_held_move<R: Send + 'static>(
         TimerSystem::builder()
             .workers(2)
             .clock(Clock::manual())
-            .build(),
+            .build_without_threads(),
     );
     let t = Arc::new(sys.timer(|_| {}));
     {
         let _w0 = sys.enter(0).unwrap();
-        t.modify(50).unwrap();
+        t.modify(crate::Expiry::Tick(50)).unwrap();
     }
     let bases = &sys.core().bases;
     let (from, to) = (

@@ -169,9 +169,9 @@ impl TimerState {
 
 #[cfg(all(test, not(loom)))]
 impl TimerState {
-    /// The racy store of seed 002 (`timer->expires = expires` without the
+    /// The racy store of the kernel's 2016 same-bucket `mod_timer()` (`timer->expires = expires` without the
     /// lock), for the test that replays the race.
-    pub(crate) fn seed002_unlocked_store(&self, expires: u64) {
+    pub(crate) fn unlocked_expires_store(&self, expires: u64) {
         let w = self.load(Relaxed);
         self.store(Word::pack(expires, w.idx()));
     }

@@ -9,17 +9,17 @@
 //! whatever the callback uses. Unless the timer is shut down, it may still be
 //! re-armed by someone else afterwards.
 //!
-//! # O(1) in the number of workers (seed 000)
+//! # O(1) in the number of workers
 //!
-//! The 2004 `del_timer_sync` scanned every CPU's `running_timer`. Seed 000
-//! remembered the last base instead, but admitted a race: the timer could be
+//! The original `del_timer_sync` scanned every CPU's `running_timer`. The
+//! 2004 fix remembered the last base instead, but admitted a race: the timer could be
 //! re-armed onto another CPU while its callback still ran, and then run on
 //! two CPUs at once. utimer closes that race at the source: `modify` never
 //! moves a timer off the base whose expiry run is executing its callback
 //! (`timer/modify.rs`). A timer's callback can therefore only run on the base
 //! named by its `base` word, and `delete_sync` looks at that one base.
 //!
-//! # The single-shot fast path (seed 001)
+//! # The single-shot fast path
 //!
 //! Linux added `del_singleshot_timer_sync()` for timers whose callback never
 //! re-arms: one `del_timer()`, and only if that found nothing, the full
@@ -163,10 +163,10 @@ pub(crate) fn shutdown(t: TimerRef<'_>) -> bool {
     guard.delete_timer(t)
 }
 
-/// The 2004 `del_timer_sync()`, before seed 000: delete, then look at the
+/// The 2004 `del_timer_sync()`, before its fix: delete, then look at the
 /// `running` timer of **every** base in the system, and start over if the
 /// timer became pending meanwhile. Kept only so that `utimer bench` can show
-/// seed 000's table (its cost grows with the number of bases). It does not
+/// the `delete_sync` tables (its cost grows with the number of bases). It does not
 /// refuse to run inside the callback, and spins instead of sleeping.
 #[cfg(feature = "bench-internals")]
 pub(crate) fn delete_sync_scan_all(t: TimerRef<'_>) -> bool {

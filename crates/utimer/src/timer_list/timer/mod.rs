@@ -208,7 +208,7 @@ impl Timer {
     /// A re-arm of a pending timer to its expiry of record, or to one that
     /// fires at the same tick as its bucket, changes nothing (it keeps its
     /// place and [`expires`](Self::expires)); the latter takes no lock
-    /// (seed 002; see `timer/modify.rs`).
+    /// (as the kernel since 2016; see `timer/modify.rs`).
     ///
     /// # Errors
     /// [`TimerError::Shutdown`] if the timer's system has been dropped.
@@ -330,17 +330,22 @@ impl Timer {
         TimerFlags(self.r().get().flags() & (PINNED | DEFERRABLE))
     }
 
-    /// Seed 002's "before": [`modify`](Self::modify) with only the lock-free
-    /// check the kernel had before 2016 (expiry unchanged). For `utimer
-    /// bench`'s reproduction of the seed's table.
+    /// Benchmark only: [`modify`](Self::modify) as the kernel's
+    /// `mod_timer()` was before 2016, lock-free only when the expiry is
+    /// unchanged, with no same-bucket check. For `utimer bench`'s table of
+    /// re-arm shares.
     #[cfg(feature = "bench-internals")]
     #[doc(hidden)]
-    pub fn modify_before_seed002(&self, expiry: impl Into<Expiry>) -> Result<bool, TimerError> {
+    pub fn modify_without_bucket_check(
+        &self,
+        expiry: impl Into<Expiry>,
+    ) -> Result<bool, TimerError> {
         modify::modify::<false>(self.r(), self.tick(expiry), Mode::Modify)
     }
 
-    /// Seed 000's "before": the 2004 `del_timer_sync()`, which scans the
-    /// running timer of every base. For `utimer bench` only.
+    /// Benchmark only: `del_timer_sync()` as it was before 2004, scanning
+    /// the running timer of every base. For `utimer bench`'s
+    /// `delete_sync` tables.
     #[cfg(feature = "bench-internals")]
     #[doc(hidden)]
     pub fn delete_sync_scan_all(&self) -> bool {

@@ -1,4 +1,4 @@
-//! Arming and re-arming: the kernel's `__mod_timer()`, with seed 002's
+//! Arming and re-arming: the kernel's `__mod_timer()`, with its 2016
 //! same-bucket optimization.
 //!
 //! # The fast paths (no lock)
@@ -6,7 +6,7 @@
 //! 1. *Expiry unchanged*: the timer is pending and its expiry of record
 //!    equals the new one. This is the check the kernel had before 2016
 //!    (`timer->expires == expires`); it is a pure read and always correct.
-//! 2. *Same bucket* (seed 002): compute the bucket the new expiry would get
+//! 2. *Same bucket* (the kernel since 2016): compute the bucket the new expiry would get
 //!    against the base clock; if it **fires at the same tick** as the bucket
 //!    the timer is in, nothing needs to change.
 //!
@@ -49,7 +49,7 @@
 //! timer fires or moves after the load (an expiry run, or a forward that
 //! takes its bucket out for the next run: `T <= now` then, and the run
 //! comes after `now`), the re-arm is ordered before that. The unit test
-//! `seed002_lockless_write_race` below replays the interleaving above step
+//! `lockless_expires_write_race` below replays the interleaving above step
 //! by step against both forms.
 //!
 //! The price of writing nothing: a timer re-armed again and again to the
@@ -86,7 +86,7 @@
 //! `mod_timer()` returns at once, even if the shorter timeout would now
 //! select a finer level). That holds on every path: the lock-free checks,
 //! and the locked one, which compares the bucket it computes under the
-//! lock with the timer's (`rearm_here`). Only seed 002's "before" form,
+//! lock with the timer's (`rearm_here`). Only the bench's pre-2016 form,
 //! kept for the benchmark, always requeues and records the new expiry, as
 //! the kernel did before 2016. A timer already due (on the due list, or
 //! taken out of its bucket by a forward) counts as in the same bucket as
@@ -189,7 +189,7 @@ fn no_later_than(word: Word, pos: Position) -> bool {
 }
 
 /// Arms `t` to expire at tick `expires`. Returns whether it was pending.
-/// `SAME_BUCKET` is utimer's check; `false` is seed 002's "before" (only an
+/// `SAME_BUCKET` is utimer's check; `false` is the kernel's before 2016 (only an
 /// unchanged expiry skips the lock), kept for the benchmark.
 ///
 /// Only the lock-free checks are inlined into the caller; every path that
@@ -506,19 +506,19 @@ mod tests {
 
     /// Replays the interleaving in the module docs, deterministically:
     /// A makes the lock-free same-bucket check, B re-arms the timer far away
-    /// under the lock, then A finishes. With seed 002's form A stores its
+    /// under the lock, then A finishes. With the kernel's 2016 form A stores its
     /// expiry without the lock; with utimer's form A stores nothing. Then the
     /// owner asks for the timer to fire by tick 2000 (`reduce`).
-    fn replay(seed002_form: bool) -> bool {
+    fn replay(kernel_form: bool) -> bool {
         let clock = Clock::manual();
         let sys = TimerSystem::builder()
             .workers(1)
             .clock(clock.clone())
-            .build();
+            .build_without_threads();
         let fired = Arc::new(AtomicBool::new(false));
         let f = fired.clone();
         let t = sys.timer(move |_| f.store(true, Ordering::Relaxed));
-        t.modify(1000).unwrap(); // level 2: fires at 1024
+        t.modify(crate::Expiry::Tick(1000)).unwrap(); // level 2: fires at 1024
         let raw = t.r().get();
 
         // A: lock-free reads; 1010 lands in the same bucket.
@@ -527,15 +527,15 @@ mod tests {
         assert!(same_tick(word, h.pos), "A sees a match");
 
         // B: re-arms far away, under the lock.
-        assert!(t.modify(20_000).unwrap());
+        assert!(t.modify(crate::Expiry::Tick(20_000)).unwrap());
 
-        // A: seed 002 stores the new expiry without the lock.
-        if seed002_form {
-            raw.state.seed002_unlocked_store(1010);
+        // A: the kernel's form stores the new expiry without the lock.
+        if kernel_form {
+            raw.state.unlocked_expires_store(1010);
         }
 
         // Owner: fire no later than tick 2000.
-        assert!(t.reduce(2000).unwrap());
+        assert!(t.reduce(crate::Expiry::Tick(2000)).unwrap());
         clock.set(2000 + 64);
         sys.run_expired(0, sys.now()).unwrap();
         fired.load(Ordering::Relaxed)
@@ -552,17 +552,17 @@ mod tests {
         let (_, moved) = crate::timer_list::base::testing::delete_during_a_held_move(|sys, t| {
             std::thread::spawn(move || {
                 let _w1 = sys.enter(1).unwrap();
-                t.modify(60).unwrap()
+                t.modify(crate::Expiry::Tick(60)).unwrap()
             })
         });
         assert!(moved, "it was pending when moved");
     }
 
     #[test]
-    fn seed002_lockless_write_race() {
+    fn lockless_expires_write_race() {
         // utimer's form: reduce() moves the timer to 2000's bucket; it fires.
         assert!(replay(false));
-        // Seed 002's form: the stale record (1010) makes reduce() believe the
+        // The kernel's form: the stale record (1010) makes reduce() believe the
         // timer already fires before 2000, so it stays in 20,000's bucket
         // and fires ~18,000 ticks late.
         assert!(!replay(true));

@@ -1,12 +1,14 @@
-//! Seeds 000 and 001: the cost of a synchronous delete, replayed on utimer.
+//! The cost of a synchronous delete: the kernel's `del_timer_sync()` that
+//! looks at one CPU instead of all of them (2004), and
+//! `del_singleshot_timer_sync()` (2004), replayed on utimer.
 //!
 //! In 2004 `del_timer_sync()` deleted the timer, then scanned the
 //! `running_timer` of **every** CPU's base to wait for a callback that might
 //! be running. On a 32-way NUMA machine that cost tens of thousands of
-//! cycles. Seed 000 looked only at the base the timer last ran on (it admitted
-//! a race; utimer closes it, see `timer/delete_sync.rs`); seed 001 added a
-//! single-shot shortcut. Their table, in CPU cycles per call averaged over
-//! 1000 calls:
+//! cycles. The fix looked only at the base the timer last ran on (it
+//! admitted a race; utimer closes it, see `timer/delete_sync.rs`); a second
+//! patch added a single-shot shortcut. Their table, in CPU cycles per call
+//! averaged over 1000 calls:
 //!
 //! | | 32p before | 4p before | 32p after | 4p after |
 //! |---|---|---|---|---|
@@ -18,18 +20,19 @@
 //! timed alone with the TSC (`rdtsc`): re-arm (untimed), then one
 //! `delete_sync`. The rows: utimer's `delete_sync` (the timer's own base),
 //! the 2004 scan of every base (kept in the library as the hidden
-//! `delete_sync_scan_all`), and a plain `delete` for the seed 001 goal
-//! (`delete_sync` within 1.2x of `delete`). "Cold" walks a buffer larger than
-//! the last-level cache between calls, so the bases' cache lines are gone.
-//! Medians of the per-repetition averages are reported.
+//! `delete_sync_scan_all`), and a plain `delete` for the single-shot goal
+//! (`delete_sync` within 1.2x of `delete`). "Cold" walks a buffer larger
+//! than the last-level cache between calls, so the bases' cache lines are
+//! gone. Medians of the per-repetition averages are reported.
 
 use std::hint::black_box;
 
-use utimer::{Clock, Timer, TimerSystem};
+use utimer::{Clock, Expiry, Timer, TimerSystem};
 
+use super::plot::Chart;
 use super::{Record, Runner};
 
-const GROUP: &str = "seed000";
+const GROUP: &str = "delete_sync";
 
 /// Timestamp counter.
 #[cfg(target_arch = "x86_64")]
@@ -83,7 +86,8 @@ fn average(
     let mut total = 0u64;
     let mut cold = cold;
     for i in 0..calls {
-        t.modify(sys.now() + 1000 + u64::from(i % 7)).expect("arm");
+        t.modify(Expiry::Tick(sys.now() + 1000 + u64::from(i % 7)))
+            .expect("arm");
         if let Some(buf) = cold.as_deref_mut() {
             evict(buf);
         }
@@ -111,9 +115,10 @@ pub(crate) fn run(r: &mut Runner) {
     }
     r.enter_group(
         GROUP,
-        "seeds 000/001: CPU cycles (rdtsc) per synchronous delete, average of N calls,\n\
-         median over repetitions; workers x 3 bases, timer on worker 0, callback idle;\n\
-         cold = a buffer larger than the LLC walked between calls",
+        "the kernel's del_timer_sync looking at one CPU (2004): CPU cycles (rdtsc) per\n\
+         synchronous delete, average of N calls, median over repetitions; workers x 3 bases,\n\
+         timer on worker 0, callback idle; cold = a buffer larger than the LLC walked\n\
+         between calls",
     );
     let calls = r.pick(200u32, 1000);
     let reps = r.pick(3, 7);
@@ -126,7 +131,7 @@ pub(crate) fn run(r: &mut Runner) {
         let sys = TimerSystem::builder()
             .workers(workers)
             .clock(Clock::manual())
-            .build();
+            .build_without_threads();
         let _g = sys.enter(0).expect("worker 0");
         let t = sys.timer(|_| {});
         let calls_here = if cold { calls / 4 } else { calls };
@@ -143,11 +148,12 @@ pub(crate) fn run(r: &mut Runner) {
                     .with_ops(u64::from(calls_here)),
             );
         }
-        r.values(GROUP, &case, records);
+        // Bars per case, and a line per row against the worker count.
+        r.values(GROUP, &case, Chart::Scaling, records);
     }
     r.note(
         GROUP,
-        "seed 000's table (cycles): 2004 scan 505 (4p) / 29,000 (32p) warm, 1220 / 37,800 cold; \
-         last-base 88 / 95 warm, 140 / 1,800 cold",
+        "the 2004 patch's table (cycles): scan of every CPU 505 (4p) / 29,000 (32p) warm, \
+         1220 / 37,800 cold; last base only 88 / 95 warm, 140 / 1,800 cold",
     );
 }

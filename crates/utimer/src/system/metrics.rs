@@ -1,12 +1,16 @@
-//! A snapshot of a running system's timers, per worker and base: the
-//! kernel's `/proc/timer_list`, as data ([`TimerList`]) and as text (its
-//! `Display`).
+//! What a system can tell about itself, apart from arming timers:
+//! [`Metrics`], from [`TimerSystem::metrics`], with the counters of each
+//! base, the pull model's hierarchy, and a snapshot of every worker's
+//! timers, the kernel's `/proc/timer_list`, as data ([`TimerList`]) and as
+//! text (its `Display`). tokio's `Handle::metrics()` is the same idea.
 
 use super::TimerSystem;
-use crate::hrtimer::HrBaseInfo;
+use crate::hrtimer::{HrBaseInfo, HrStats};
+use crate::migration::GroupInfo;
 use crate::migration::MigrationStats;
 use crate::time::ClockId;
 use crate::timer_list::base::{BaseKind, BaseStats, Bases};
+use crate::TimerError;
 use std::fmt;
 use std::time::Duration;
 
@@ -52,16 +56,102 @@ pub struct WheelBaseInfo {
 }
 
 impl TimerSystem {
+    /// The system's counters and introspection ([`Metrics`]): a borrow that
+    /// costs nothing to get. Nothing there arms or changes a timer.
+    #[inline]
+    pub fn metrics(&self) -> Metrics<'_> {
+        Metrics { sys: self }
+    }
+}
+
+/// Counters and introspection of one [`TimerSystem`], from
+/// [`TimerSystem::metrics`]: per-base statistics, the pull model's
+/// hierarchy, and [`timer_list`](Self::timer_list) (the kernel's
+/// `/proc/timer_list`).
+#[derive(Copy, Clone, Debug)]
+pub struct Metrics<'a> {
+    sys: &'a TimerSystem,
+}
+
+impl Metrics<'_> {
+    /// Counters of `worker`'s hrtimer bases (all clocks).
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
+    pub fn hr_stats(&self, worker: usize) -> Result<HrStats, TimerError> {
+        self.sys.core.bases.check_worker(worker)?;
+        Ok(self.sys.core.nohz.hr.stats(worker))
+    }
+
+    /// Statistics of one base.
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
+    pub fn base_stats(&self, worker: usize, kind: BaseKind) -> Result<BaseStats, TimerError> {
+        self.sys.core.bases.check_worker(worker)?;
+        Ok(Bases::stats_of(self.sys.core.bases.base(worker, kind)))
+    }
+
+    /// Statistics summed over every base.
+    pub fn totals(&self) -> BaseStats {
+        let mut sum = BaseStats::default();
+        for base in self.sys.core.bases.all() {
+            sum += Bases::stats_of(base);
+        }
+        sum
+    }
+
+    /// Heap bytes held by the bases' wheels (entry blocks and bucket lists), not
+    /// counting the timers themselves.
+    pub fn wheel_heap_bytes(&self) -> usize {
+        let bases = self.sys.core.bases.all();
+        bases.iter().map(|b| b.lock().wheel.heap_bytes()).sum()
+    }
+
+    /// Worker `worker`'s pull-model counters: remote expiries it ran, runs
+    /// of its base by others, migrator hand-offs, idle entries, wake-ups,
+    /// stalls, and the hierarchy operations done on its behalf.
+    ///
+    /// # Errors
+    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
+    pub fn migration_stats(&self, worker: usize) -> Result<MigrationStats, TimerError> {
+        self.sys.core.bases.check_worker(worker)?;
+        Ok(self.sys.core.nohz.hier.stats(worker))
+    }
+
+    /// The pull model's hierarchy, group by group (the kernel's
+    /// `tmigr_hierarchy`): levels, nodes, children, active masks,
+    /// migrators and first events. A snapshot: each group is read on its
+    /// own.
+    pub fn hierarchy(&self) -> Vec<GroupInfo> {
+        self.sys.core.nohz.hier.info()
+    }
+
+    /// Levels of the pull model's hierarchy.
+    pub fn hierarchy_levels(&self) -> u8 {
+        self.sys.core.nohz.hier.levels()
+    }
+
+    /// Checks that every group's active mask and migrator agree with its
+    /// children's states. Meaningful only while no worker goes idle or
+    /// active (the simulator checks it after every step).
+    ///
+    /// # Errors
+    /// A description of the first group that disagrees.
+    pub fn check_hierarchy(&self) -> Result<(), String> {
+        self.sys.core.nohz.hier.check()
+    }
+
     /// A snapshot of every worker's timers: pending counts, next expiries
     /// and counters per wheel and hrtimer base, and the pull model's
     /// counters. The kernel's `/proc/timer_list` (print it with `{}`).
     pub fn timer_list(&self) -> TimerList {
-        let core = self.core();
+        let core = self.sys.core();
         let bases = &core.bases;
-        let workers = (0..self.workers())
+        let workers = (0..self.sys.workers())
             .map(|w| WorkerTimers {
                 worker: w,
-                online: self.is_online(w),
+                online: self.sys.is_online(w),
                 wheel: BaseKind::ALL
                     .iter()
                     .map(|&kind| {
@@ -78,9 +168,9 @@ impl TimerSystem {
             })
             .collect();
         TimerList {
-            now: self.now(),
-            tick: self.tick(),
-            now_ns: self.clock_ns(ClockId::Monotonic),
+            now: self.sys.now(),
+            tick: self.sys.tick(),
+            now_ns: self.sys.clock_ns(ClockId::Monotonic),
             workers,
         }
     }

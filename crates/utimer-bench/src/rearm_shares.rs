@@ -1,5 +1,5 @@
-//! Seed 002: Linux's 2016 same-bucket `mod_timer()` optimization, replayed
-//! on utimer.
+//! The shares of same-bucket re-arms: Linux's 2016 same-bucket
+//! `mod_timer()` optimization, replayed on utimer.
 //!
 //! The kernel patch ("timers: Implement optimization for same expiry time
 //! in mod_timer()", part of the 4.8 timer wheel rework) counted, for every
@@ -21,7 +21,7 @@
 //! | Recalc  | -     | <0.01% | -     | <0.001% |
 //!
 //! Here the real `TimerSystem` is built twice, with
-//! `Timer::modify_before_seed002` (before) and `Timer::modify`
+//! `Timer::modify_without_bucket_check` (before) and `Timer::modify`
 //! (after), on a manual clock that advances one tick at a time; after each
 //! tick `run_expired` fires whatever became due, so the base clock moves as
 //! in a live system. Both runs replay the same deterministic workload
@@ -50,12 +50,20 @@
 
 use std::time::Instant;
 
-use utimer::{BaseStats, Timer};
+use utimer::{BaseStats, Expiry, Timer};
 
 use super::peers::utimer::{empty_timer, UtimerPeer};
+use super::plot::{Chart, Shares};
 use super::{Record, Runner, XorShift};
 
-const GROUP: &str = "seed002";
+const GROUP: &str = "rearm_shares";
+
+/// The chart of a workload's shares: before and after, beside the patch's.
+pub(crate) const SHARES: Chart = Chart::Shares(Shares {
+    of: "re-arms of pending timers",
+    axis: "% of re-arms",
+    reference: "Linux patch",
+});
 
 /// One workload's shape.
 struct Workload {
@@ -67,7 +75,7 @@ struct Workload {
     jitter: bool,
     ticks: u64,
     describe: String,
-    /// The seed's numbers: (before match, requeue, recalc), (after ...).
+    /// The patch's numbers: (before match, requeue, recalc), (after ...).
     reference: [[&'static str; 3]; 2],
 }
 
@@ -144,8 +152,8 @@ fn pick(conns: usize, rng: &mut XorShift) -> usize {
     ((rng.below(n) * rng.below(n) / n) * rng.below(n) / n) as usize
 }
 
-/// Which lock-free check `modify` makes: seed 002's "before" (only an
-/// unchanged expiry skips the lock; `Timer::modify_before_seed002`, a
+/// Which lock-free check `modify` makes: the patch's "before" (only an
+/// unchanged expiry skips the lock; `Timer::modify_without_bucket_check`, a
 /// `bench-internals` variant) or utimer's same-bucket check (`modify`).
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Check {
@@ -160,7 +168,7 @@ fn run_workload(w: &Workload, check: Check) -> Counts {
     let timers: Vec<Timer> = (0..w.conns).map(|_| empty_timer(sys)).collect();
     let mut rng = XorShift::new(0x002_5eed);
     let mut c = Counts::default();
-    let s0 = sys.stats();
+    let s0 = sys.metrics().totals();
     let t0 = Instant::now();
     for _ in 0..w.ticks {
         let now = sys.now();
@@ -178,8 +186,8 @@ fn run_workload(w: &Workload, check: Check) -> Counts {
                 c.exact += (t.expires() == e) as u64;
             }
             match check {
-                Check::SameBucket => t.modify(e),
-                Check::ExpiryUnchanged => t.modify_before_seed002(e),
+                Check::SameBucket => t.modify(Expiry::Tick(e)),
+                Check::ExpiryUnchanged => t.modify_without_bucket_check(Expiry::Tick(e)),
             }
             .expect("system alive");
             c.modifies += 1;
@@ -188,7 +196,7 @@ fn run_workload(w: &Workload, check: Check) -> Counts {
         sys.run_expired(0, now).expect("worker 0 exists");
     }
     c.elapsed_ns = t0.elapsed().as_nanos() as f64;
-    c.stats = diff(s0, sys.stats());
+    c.stats = diff(s0, sys.metrics().totals());
     drop(timers);
     c
 }
@@ -208,7 +216,7 @@ fn print_table(w: &Workload, before: &Counts, after: &Counts) {
     println!("\n  {}: {}", w.name, w.describe);
     println!(
         "    {:<9} {:>12} {:>10}   {:>12} {:>10}",
-        "", "before", "(seed)", "after", "(seed)"
+        "", "before", "(patch)", "after", "(patch)"
     );
     let (b, a) = (before.shares(), after.shares());
     for (k, label) in ["Match", "Requeue", "Recalc"].iter().enumerate() {
@@ -239,8 +247,15 @@ fn print_table(w: &Workload, before: &Counts, after: &Counts) {
     }
 }
 
-fn records(r: &Runner, w: &Workload, before: &Counts, after: &Counts) -> Vec<Record> {
-    let mut out = Vec::new();
+/// One workload's rows: the shares in % (with the patch's numbers as the
+/// references), and the ns per `modify` call.
+fn records(
+    r: &Runner,
+    w: &Workload,
+    before: &Counts,
+    after: &Counts,
+) -> (Vec<Record>, Vec<Record>) {
+    let (mut out, mut timings) = (Vec::new(), Vec::new());
     for (side, (name, c)) in [("before", before), ("after", after)].iter().enumerate() {
         let shares = c.shares();
         for (k, what) in ["match", "requeue", "recalc"].iter().enumerate() {
@@ -267,9 +282,9 @@ fn records(r: &Runner, w: &Workload, before: &Counts, after: &Counts) -> Vec<Rec
         )
         .with_ops(c.modifies);
         t.ns_per_op = t.value;
-        out.push(t);
+        timings.push(t);
     }
-    out
+    (out, timings)
 }
 
 pub(crate) fn run(r: &mut Runner) {
@@ -306,9 +321,9 @@ pub(crate) fn run(r: &mut Runner) {
     r.enter_group(
         GROUP,
         "Linux 2016 same-bucket mod_timer() patch, replayed on TimerSystem:\n\
-         before = Timer::modify_before_seed002 (lock-free only if the expiry is unchanged),\n\
+         before = Timer::modify_without_bucket_check (lock-free only if the expiry is unchanged),\n\
          after = Timer::modify (the same-bucket check);\n\
-         shares of re-arms of pending timers; (seed) = the patch's reported numbers",
+         shares of re-arms of pending timers; (patch) = the patch's reported numbers",
     );
     r.note(
         GROUP,
@@ -334,8 +349,10 @@ pub(crate) fn run(r: &mut Runner) {
         let after = run_workload(&w, Check::SameBucket);
         print_table(&w, &before, &after);
         crate::progress::redraw(true);
-        let recs = records(r, &w, &before, &after);
-        r.push_records(recs);
+        let (shares, timings) = records(r, &w, &before, &after);
+        // One chart of the workload's shares; bars of the ns per modify.
+        r.push_records(SHARES, shares);
+        r.push_records(Chart::Bars, timings);
     }
 }
 

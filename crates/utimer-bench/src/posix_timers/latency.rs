@@ -1,5 +1,5 @@
-//! Seed 003's latency rows: how late utimer's high-resolution timers wake,
-//! beside the kernel's timerfd and tokio, sample by sample.
+//! `posix-latency`: how late utimer's high-resolution timers wake, beside
+//! the kernel's timerfd and tokio, sample by sample.
 //!
 //! * **Periodic 1 ms**: an hrtimer on a [`utimer::Runtime`] whose callback
 //!   forwards its expiry by one interval ([`utimer::HrFire::forward`]) and
@@ -26,10 +26,11 @@ use std::time::{Duration, Instant};
 
 use utimer::{ClockId, HrRestart, Runtime};
 
-use super::peers::timerfd::{sleep_until, TimerFd};
-use super::{Record, Runner};
+use crate::peers::timerfd::{sleep_until, TimerFd};
+use crate::plot::Chart;
+use crate::{Record, Runner};
 
-const GROUP: &str = "seed003-latency";
+const GROUP: &str = "posix-latency";
 const INTERVAL: Duration = Duration::from_millis(1);
 
 /// `CLOCK_MONOTONIC` in nanoseconds.
@@ -196,7 +197,7 @@ fn rows(case: &str, name: &str, mode: &str, lat: Result<Vec<f64>, String>) -> (V
     (records, early)
 }
 
-pub(crate) fn run(r: &mut Runner) {
+pub(super) fn run(r: &mut Runner) {
     let periodic_case = "periodic_1ms";
     // (sleep, samples quick, samples full); 0 = not in this mode.
     let sleep_plan: [(u64, usize, usize); 4] =
@@ -221,7 +222,7 @@ pub(crate) fn run(r: &mut Runner) {
     }
     r.enter_group(
         GROUP,
-        "seed 003 latency: wake-up lateness in µs (p50 / p99 / min / max; negative = early).\n\
+        "hrtimers and sleeps: wake-up lateness in µs (p50 / p99 / min / max; negative = early).\n\
          periodic_1ms: hrtimer forwarded by 1 ms on a Runtime vs a periodic timerfd;\n\
          sleep_*: sequential sleeps, utimer Sleeper vs timerfd vs tokio current-thread",
     );
@@ -268,7 +269,7 @@ pub(crate) fn run(r: &mut Runner) {
         );
         note_early(periodic_case, "timerfd periodic", e, &more);
         records.extend(more);
-        r.values(GROUP, periodic_case, records);
+        r.values(GROUP, periodic_case, Chart::Percentiles, records);
     }
     for (case, d, n) in &sleep_cases {
         if !r.wants(GROUP, case) {
@@ -280,13 +281,13 @@ pub(crate) fn run(r: &mut Runner) {
             note_early(case, how.name(), e, &recs);
             records.extend(recs);
         }
-        r.values(GROUP, case, records);
+        r.values(GROUP, case, Chart::Percentiles, records);
     }
     for rec in &mut early {
         rec.mode = r.mode().to_string();
     }
     if !early.is_empty() {
-        r.values(GROUP, "early_samples", early);
+        r.values(GROUP, "early_samples", Chart::Bars, early);
     }
     r.note(
         GROUP,

@@ -1,4 +1,4 @@
-//! Seed 003, single-thread costs of the POSIX timer calls: utimer's
+//! `posix-costs`: single-thread costs of the POSIX timer calls: utimer's
 //! user-space `timer_*` against the kernel's syscalls, on `SIGEV_NONE`
 //! timers (neither queues a timer for those: the kernel computes their
 //! state when asked, and so does utimer), ns/op through the runner's
@@ -16,20 +16,21 @@ use std::time::Duration;
 
 use utimer::{ClockId, ItimerSpec, Notify, TimerId, TimerSystem};
 
-use super::peers::posix::{Notify as KNotify, PosixTimer};
-use super::seed003::{kernel_timers, utimer_timers, FAR};
-use super::{time, Contender, Runner, Schedule};
+use super::timers::{kernel_timers, utimer_timers, FAR};
+use crate::peers::posix::{itimerspec, Notify as KNotify, PosixTimer};
+use crate::plot::Chart;
+use crate::{time, Contender, Runner, Schedule};
 
-const COSTS: &str = "seed003-costs";
+const COSTS: &str = "posix-costs";
 
 /// A utimer system for the single-thread rows, with one armed timer.
 fn costs_system() -> Result<(TimerSystem, TimerId), String> {
-    let sys = TimerSystem::new(1);
+    let sys = TimerSystem::without_threads(1);
     let id = utimer_timers(&sys, 1)?[0];
     Ok((sys, id))
 }
 
-pub(crate) fn run(r: &mut Runner) {
+pub(super) fn run(r: &mut Runner) {
     let cases = ["create_settime_delete", "settime_rearm", "gettime"];
     if !cases.iter().any(|c| r.wants(COSTS, c)) {
         return;
@@ -40,8 +41,8 @@ pub(crate) fn run(r: &mut Runner) {
          kernel's syscalls (ns/op). settime_rearm moves an armed timer to a new far value",
     );
     let once = |i: u64| ItimerSpec::once(FAR + Duration::from_nanos(i & 1023));
-    let konce = |i: u64| super::peers::posix::itimerspec(FAR + Duration::from_nanos(i & 1023));
-    r.case(COSTS, cases[0], Schedule::Interleaved, || {
+    let konce = |i: u64| itimerspec(FAR + Duration::from_nanos(i & 1023));
+    r.case(COSTS, cases[0], Chart::Bars, Schedule::Interleaved, || {
         vec![
             Contender::batched("utimer", move || {
                 let (sys, _) = costs_system()?;
@@ -49,10 +50,11 @@ pub(crate) fn run(r: &mut Runner) {
                     time(|| {
                         for i in 0..n {
                             let id = sys
+                                .posix()
                                 .timer_create(ClockId::Monotonic, Notify::None)
                                 .expect("timer_create");
-                            black_box(sys.timer_settime(id, false, once(i)).ok());
-                            black_box(sys.timer_delete(id).ok());
+                            black_box(sys.posix().timer_settime(id, false, once(i)).ok());
+                            black_box(sys.posix().timer_delete(id).ok());
                         }
                     })
                 })
@@ -71,14 +73,14 @@ pub(crate) fn run(r: &mut Runner) {
             }),
         ]
     });
-    r.case(COSTS, cases[1], Schedule::Interleaved, || {
+    r.case(COSTS, cases[1], Chart::Bars, Schedule::Interleaved, || {
         vec![
             Contender::batched("utimer", move || {
                 let (sys, id) = costs_system()?;
                 Ok(move |n: u64| {
                     time(|| {
                         for i in 0..n {
-                            black_box(sys.timer_settime(id, false, once(i)).ok());
+                            black_box(sys.posix().timer_settime(id, false, once(i)).ok());
                         }
                     })
                 })
@@ -95,14 +97,14 @@ pub(crate) fn run(r: &mut Runner) {
             }),
         ]
     });
-    r.case(COSTS, cases[2], Schedule::Interleaved, || {
+    r.case(COSTS, cases[2], Chart::Bars, Schedule::Interleaved, || {
         vec![
             Contender::batched("utimer", move || {
                 let (sys, id) = costs_system()?;
                 Ok(move |n: u64| {
                     time(|| {
                         for _ in 0..n {
-                            black_box(sys.timer_gettime(black_box(id)).ok());
+                            black_box(sys.posix().timer_gettime(black_box(id)).ok());
                         }
                     })
                 })
