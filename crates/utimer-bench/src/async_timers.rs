@@ -73,9 +73,33 @@ use futures::future::join_all;
 use super::cases::human;
 use super::peers::tokio_alt;
 use super::plot::Chart;
-use super::{alloc, time, Contender, Record, Runner, Sample, Schedule, XorShift};
+use super::{alloc, time, Contender, GroupDoc, Record, Runner, Sample, Schedule, XorShift};
 
 const GROUP: &str = "async";
+
+/// The group's section of the results page (`--markdown`).
+const DOC: GroupDoc = GroupDoc {
+    title: "Async sleeps",
+    about: "utimer-async's `Sleep` (an hrtimer sleeper inside the future, on the process-wide \
+         default runtime) against tokio's `Sleep` (a current-thread runtime), the tokio alt \
+         timer (a 1-worker multi-thread runtime, in its helper), futures-timer's `Delay` (a \
+         heap on its own thread) and async-io's `Timer` (the reactor's `BTreeMap`). \
+         `create_poll_drop`: make a 1 h sleep, poll it once, drop it. `reset`: move one \
+         pending sleep between two far deadlines and poll it. `pending_N`: N sleeps 1-2 h \
+         away, boxed and polled once: ns per future, heap bytes per future counted on the \
+         measuring thread, and resident-set growth per future (all threads). `expire_N`: N \
+         sleeps due 1-10 ms ahead, joined in the crate's `block_on`: ns per future from the \
+         first creation to the last completion. `lateness`: sequential 1 ms `sleep_until`s, \
+         p50 / p99 / max of completion minus deadline in µs; `lateness/early` counts early \
+         completions.",
+    look_for: "What a future costs to make, re-arm and hold, and what a crowd of them costs \
+         to expire. A utimer-async wake-up takes two hand-offs (the worker woken by the \
+         deadline, then the executor's thread woken by the worker), while async-io's timers \
+         fire on the thread that polls them. `bytes_per_future` misses memory that other \
+         threads allocate (futures-timer's helper heap, async-io's `BTreeMap`): \
+         `rss_per_future` sees it. No implementation should ever wake early.",
+};
+
 const FAR: Duration = Duration::from_secs(3600);
 
 /// One async timer crate, as the cases use it.
@@ -427,6 +451,7 @@ pub(crate) fn run(r: &mut Runner) {
     }
     r.enter_group(
         GROUP,
+        DOC,
         "async sleeps: utimer-async vs tokio::time (current-thread runtime; alt timer: a\n\
          1-worker multi-thread runtime), futures-timer, async-io; hand-polled with a no-op\n\
          waker, or joined in each crate's block_on (alt timer: in a task on the worker)",

@@ -59,7 +59,7 @@ use super::peers::utimer::{OwnerUtimerPeer, PinnedUtimerPeer, UtimerPeer};
 use super::peers::wheel::WheelPeer;
 use super::peers::TimerPeer;
 use super::plot::Chart;
-use super::{time, Contender, Record, Runner, Sample, Schedule, XorShift};
+use super::{time, Contender, GroupDoc, Record, Runner, Sample, Schedule, XorShift};
 use crate::alloc;
 
 /// Arm+cancel distance: now + 100 ticks (wheel level 1).
@@ -393,6 +393,99 @@ fn alt_memory(r: &Runner, n: usize) -> [Record; 2] {
     }
 }
 
+// What each group measures, for the results page (`--markdown`).
+
+const ARM_CANCEL: GroupDoc = GroupDoc {
+    title: "Arm and cancel on an empty base",
+    about: "Each operation arms one timer to now + 100 ticks (wheel level 1) and cancels it, \
+         with nothing else pending: the life of most timeouts, which are cancelled long before \
+         they fire. utimer runs on the calling thread's own worker in three ways: `utimer` on \
+         a thread that entered the worker (`sys.enter`) and takes the base's spinlock; `utimer \
+         (owner)` on the thread registered as the worker (as a `Runtime`'s threads are), whose \
+         base lock is biased towards it; `utimer (pinned)` with the timer on the worker's \
+         local base instead of its global one. The kernel peers make one system call to arm \
+         and one to cancel.",
+    look_for: "utimer against the binary heap, the floor of a lock-free queue without \
+         handles, and the B-tree; tokio's `Sleep` and alt timer register an entry per timer, \
+         and the kernel rows show what a system call costs on this machine. A cancelled timer \
+         keeps its place in the wheel as its bucket's ghost, so the next arm into the same \
+         bucket writes nothing else there.",
+};
+
+const REARM: GroupDoc = GroupDoc {
+    title: "Re-arming a pending timer",
+    about: "A timer pending at about now + 3000 ticks (wheel level 2, 64-tick buckets) is \
+         re-armed again and again. `same_bucket`: alternately to `e + 1` and `e`, both in its \
+         current bucket, the case the kernel's 2016 lock-free same-bucket `mod_timer()` check \
+         exists for (a retransmit timer pushed out on every ACK). `new_bucket`: alternately \
+         between `e` (level 2) and `e + 4096` (level 3), so every re-arm must requeue. \
+         `three_buckets`: round `e + 4096`, `e + 8192` and `e`, never back to the bucket just \
+         left, so every re-arm removes and inserts for real.",
+    look_for: "`same_bucket` is utimer's cheapest path: no lock and no write. In `new_bucket` \
+         the wheel keeps the entry a timer just left as a ghost and takes it back when the \
+         timer returns, so moving back and forth costs it little. `three_buckets` is the full \
+         price of moving a timer in the wheel (the lock, a removal, an insert and their \
+         bookkeeping), to set beside the B-tree's remove + insert and tokio's `reset`.",
+};
+
+const EXPIRY: GroupDoc = GroupDoc {
+    title: "Firing due timers",
+    about: "N timers (1M; 100K with `--quick`) due over the next 64 ticks, all with empty \
+         callbacks; time moves past them and the timed part is the expiry run that fires them \
+         all, reported per timer. Arming is untimed; the real-clock peers (tokio) really wait \
+         for the deadlines. The kernel fires its timers itself, so there is no user-space \
+         expiry run to time and the kernel rows are skipped.",
+    look_for: "The cost per fired timer. utimer's buckets are lists of 16-entry blocks, so an \
+         expiry run prefetches the next block's timers while it runs the current block's; a \
+         heap pays a sift-down per timer it pops, and the tokio timers wake and poll a task's \
+         future per timer.",
+};
+
+const NEXT_EXPIRY: GroupDoc = GroupDoc {
+    title: "Next expiry with a million timers pending",
+    about: "\"When must I wake up?\", what an event loop asks before every sleep, with 1M \
+         timers pending at random deadlines between 1 s and 2.8 h. Peers without such a query \
+         are skipped.",
+    look_for: "utimer keeps a per-worker summary word of its next event, so while nothing \
+         changed the answer is one load, as a heap's peek is; a B-tree walks down to its first \
+         entry.",
+};
+
+const ARM_CANCEL_PENDING: GroupDoc = GroupDoc {
+    title: "Arm and cancel with timers pending",
+    about: "The `arm_cancel` pattern with 1K and with 10M (1M with `--quick`) random \
+         background timers pending, to show how the cost grows with the queue. The large fill \
+         runs one implementation at a time to bound memory. Kernel timers (POSIX, timerfd) are \
+         filled to 1K only: millions of kernel timers are not sensible, so their rows in the \
+         large fill are skipped.",
+    look_for: "A wheel arms and cancels in O(1) whatever its fill, so utimer's row should \
+         barely move from 1K to the large fill, while a heap or a tree pays O(log n) plus \
+         cache misses that grow with the queue.",
+};
+
+const MEMORY: GroupDoc = GroupDoc {
+    title: "Memory per armed timer",
+    about: "Heap bytes and allocations per armed timer with 1M timers armed, counted by the \
+         counting global allocator on the measuring thread, the handle the user holds included \
+         (the `Vec` of handles is allocated inside the measured window). The tokio alt timer's \
+         rows are counted by its helper's allocator. Kernel memory is not visible to a \
+         user-space allocator, so the kernel rows are skipped.",
+    look_for: "utimer's figure is a timer header, the handle and its share of the wheel's \
+         storage (buckets of 16-entry blocks). The heap and the B-tree store a bare entry per \
+         timer and give no handle that can cancel or re-arm by itself; tokio's rows include \
+         the boxed `Sleep` the user holds.",
+};
+
+const WHEEL: GroupDoc = GroupDoc {
+    title: "The wheel alone",
+    about: "The pure `utimer::wheel::Wheel` (no locks, no atomics) against `BinaryHeap` and \
+         `BTreeMap`, the structures it replaces in a single-threaded event loop: arm + cancel \
+         at now + 100 ticks with 1K timers pending.",
+    look_for: "The data structure's own cost, without the locks and handles of a \
+         `TimerSystem`: its difference to utimer's row in `arm_cancel_pending/1K` is what the \
+         system around the wheel costs.",
+};
+
 pub(crate) fn run_all(r: &mut Runner) {
     let big = r.pick(1_000_000, 10_000_000);
     let expiry_n = r.pick(100_000, 1_000_000);
@@ -402,6 +495,7 @@ pub(crate) fn run_all(r: &mut Runner) {
     if r.wants("arm_cancel", "empty") {
         r.enter_group(
             "arm_cancel",
+            ARM_CANCEL,
             "arm one timer to now+100 ticks, cancel it; nothing else pending",
         );
     }
@@ -421,6 +515,7 @@ pub(crate) fn run_all(r: &mut Runner) {
     if r.wants_group("rearm", &["same_bucket", "new_bucket", "three_buckets"]) {
         r.enter_group(
             "rearm",
+            REARM,
             "re-arm a pending timer at ~now+3000 ticks (wheel level 2)\n\
              same_bucket:   alternately to e+1 and e (same 64-tick bucket)\n\
              new_bucket:    alternately to e+4096 (level 3) and e\n\
@@ -467,6 +562,7 @@ pub(crate) fn run_all(r: &mut Runner) {
     if r.wants("expiry", &case) {
         r.enter_group(
             "expiry",
+            EXPIRY,
             &format!(
                 "fire {} timers due within 64 ticks, empty callbacks; ns per timer",
                 human(expiry_n)
@@ -493,6 +589,7 @@ pub(crate) fn run_all(r: &mut Runner) {
     if r.wants("next_expiry", &case) {
         r.enter_group(
             "next_expiry",
+            NEXT_EXPIRY,
             "earliest pending expiry with 1M timers at random deadlines (1 s .. 2.8 h)",
         );
     }
@@ -511,6 +608,7 @@ pub(crate) fn run_all(r: &mut Runner) {
     if r.wants_group("arm_cancel_pending", &["1K", &big_case]) {
         r.enter_group(
             "arm_cancel_pending",
+            ARM_CANCEL_PENDING,
             &format!(
                 "arm+cancel (now+100) with 1K and {big_case} random background timers pending"
             ),
@@ -544,6 +642,7 @@ pub(crate) fn run_all(r: &mut Runner) {
     if r.wants_group("memory", &["bytes_per_timer", "allocs_per_timer"]) {
         r.enter_group(
             "memory",
+            MEMORY,
             "heap bytes and allocations per armed timer (1M armed), handle included; \
              counting allocator",
         );
@@ -567,6 +666,7 @@ pub(crate) fn run_all(r: &mut Runner) {
     if r.wants("wheel", "arm_cancel_1K") {
         r.enter_group(
             "wheel",
+            WHEEL,
             "the pure utimer::wheel::Wheel (no locks) vs the structures it replaces;\n\
              arm+cancel (now+100) with 1K pending",
         );

@@ -30,9 +30,27 @@ use std::hint::black_box;
 use utimer::{Clock, Expiry, Timer, TimerSystem};
 
 use super::plot::Chart;
-use super::{Record, Runner};
+use super::{GroupDoc, Record, Runner};
 
 const GROUP: &str = "delete_sync";
+
+/// The group's section of the results page (`--markdown`).
+const DOC: GroupDoc = GroupDoc {
+    title: "Synchronous delete that looks at one base",
+    about: "The kernel's 2004 `del_timer_sync()`, which looks at the CPU the timer last ran \
+         on instead of scanning every CPU, and the single-shot `del_singleshot_timer_sync()`, \
+         replayed: a `TimerSystem` with 4, 32 and 64 workers (three bases each) holds one \
+         armed timer on worker 0, and each synchronous delete is timed alone with the TSC \
+         (`rdtsc`), in CPU cycles, averaged over many calls, median over repetitions. The \
+         rows: utimer's `delete_sync` (the timer's own base), the 2004 scan of every base (the \
+         hidden `delete_sync_scan_all`) and a plain `delete`. `cold` walks a buffer larger \
+         than the last-level cache between calls. x86-64 only.",
+    look_for: "`delete_sync` should stay flat as workers are added and cost about what a \
+         plain `delete` costs (the single-shot patch's goal, without a second function), while \
+         the scan grows with the number of bases. The scan variant compiles differently from \
+         build to build (its loop over every base), so read its ratio to `delete_sync` as an \
+         order of magnitude. The patch's own cycle counts are in the note.",
+};
 
 /// Timestamp counter.
 #[cfg(target_arch = "x86_64")]
@@ -115,6 +133,7 @@ pub(crate) fn run(r: &mut Runner) {
     }
     r.enter_group(
         GROUP,
+        DOC,
         "the kernel's del_timer_sync looking at one CPU (2004): CPU cycles (rdtsc) per\n\
          synchronous delete, average of N calls, median over repetitions; workers x 3 bases,\n\
          timer on worker 0, callback idle; cold = a buffer larger than the LLC walked\n\

@@ -46,6 +46,7 @@ static GLOBAL: alloc::Counting = alloc::Counting;
 
 mod async_timers;
 mod cases;
+mod markdown;
 pub mod peers;
 pub mod plot;
 mod progress;
@@ -78,6 +79,33 @@ pub struct Options {
     pub filter: Option<String>,
     /// Where to write the SVG charts and their `index.html` ([`plot`]).
     pub plot: Option<PathBuf>,
+    /// Where to write the results page: this run's tables in Markdown,
+    /// each group under its [`GroupDoc`], linking the charts of `plot`.
+    pub markdown: Option<PathBuf>,
+}
+
+/// What a group measures, for the results page (`--markdown`): declared
+/// beside the group in its module and given to [`Runner::enter_group`].
+/// The text is Markdown and says how the group measures, never what a
+/// particular run measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupDoc {
+    /// The section's heading.
+    pub title: &'static str,
+    /// What the group measures and how.
+    pub about: &'static str,
+    /// What to look for in its tables.
+    pub look_for: &'static str,
+}
+
+/// A group as a run entered it: its doc, the heading the terminal showed
+/// and the notes printed under it.
+#[derive(Clone, Debug)]
+pub(crate) struct GroupLog {
+    pub(crate) name: String,
+    pub(crate) doc: GroupDoc,
+    pub(crate) about: String,
+    pub(crate) notes: Vec<String>,
 }
 
 /// The groups of a full run, in run order: the progress line counts them.
@@ -103,7 +131,7 @@ pub const GROUPS: &[&str] = &[
 
 /// Runs the whole suite (or the filtered part of it); prints the tables to
 /// stdout, the progress line to stderr when that is a terminal, and writes
-/// the JSON file and the charts the options ask for.
+/// the JSON file, the charts and the results page the options ask for.
 pub fn run(opts: &Options) -> Result<(), String> {
     let mut r = Runner::new(opts);
     report::print_machine(&r);
@@ -142,6 +170,11 @@ pub fn run(opts: &Options) -> Result<(), String> {
             files.len(),
             dir.join("index.html").display()
         );
+    }
+    if let Some(path) = &opts.markdown {
+        markdown::write(path, &r, opts.plot.as_deref())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
     }
     Ok(())
 }
@@ -267,6 +300,8 @@ pub struct Runner {
     pub target: Duration,
     pub records: Vec<Record>,
     current_group: Option<String>,
+    /// The groups entered, in run order.
+    groups: Vec<GroupLog>,
     started: Instant,
 }
 
@@ -279,6 +314,7 @@ impl Runner {
             target: Duration::from_millis(if opts.quick { 2 } else { 5 }),
             records: Vec::new(),
             current_group: None,
+            groups: Vec::new(),
             started: Instant::now(),
         }
     }
@@ -314,18 +350,32 @@ impl Runner {
         cases.iter().any(|c| self.wants(group, c))
     }
 
-    /// Prints the group heading when `group` differs from the last one.
-    pub fn enter_group(&mut self, group: &str, about: &str) {
+    /// Prints the group heading `about` (this run's parameters) when
+    /// `group` differs from the last one; `doc` is the group's section of
+    /// the results page.
+    pub fn enter_group(&mut self, group: &str, doc: GroupDoc, about: &str) {
         if self.current_group.as_deref() != Some(group) {
             self.current_group = Some(group.to_string());
             report::print_group(group, about);
             progress::group(group);
+            if !self.groups.iter().any(|g| g.name == group) {
+                self.groups.push(GroupLog {
+                    name: group.to_string(),
+                    doc,
+                    about: about.to_string(),
+                    notes: Vec::new(),
+                });
+            }
         }
     }
 
-    /// Prints a line of explanation for `group` (callers check the filter).
+    /// Prints a line of explanation for `group` (callers check the filter),
+    /// kept for the results page.
     pub fn note(&mut self, group: &str, text: &str) {
         report::print_note(group, text);
+        if let Some(g) = self.groups.iter_mut().find(|g| g.name == group) {
+            g.notes.push(text.to_string());
+        }
     }
 
     /// Measures one case, drawn by `--plot` as `chart` says. `build` is

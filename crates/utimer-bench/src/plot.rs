@@ -65,6 +65,11 @@ pub fn write_all(dir: &Path, records: &[Record]) -> io::Result<Vec<PathBuf>> {
 /// The charts `records` declare, in run order (each group's case charts,
 /// then its charts across cases), with unique file names.
 pub fn figures(records: &[Record]) -> Vec<Figure> {
+    group_figures(records).into_iter().map(|(_, f)| f).collect()
+}
+
+/// [`figures`], each with the group it belongs to.
+pub fn group_figures(records: &[Record]) -> Vec<(String, Figure)> {
     let cases = case::by_case(records);
     let mut groups: Vec<&str> = Vec::new();
     for c in &cases {
@@ -75,19 +80,21 @@ pub fn figures(records: &[Record]) -> Vec<Figure> {
     let mut out = Vec::new();
     for group in groups {
         let in_group: Vec<&Case<'_>> = cases.iter().filter(|c| c.group == group).collect();
+        let mut of_group = Vec::new();
         for case in &in_group {
-            out.extend(match case.chart() {
+            of_group.extend(match case.chart() {
                 Chart::Bars | Chart::Scaling => case.bars(),
                 Chart::Percentiles => case.percentiles(),
                 Chart::Shares(_) => None, // one chart per workload, below
             });
         }
-        out.extend(family::shares(group, &in_group));
-        out.extend(family::lines(group, &in_group));
+        of_group.extend(family::shares(group, &in_group));
+        of_group.extend(family::lines(group, &in_group));
+        out.extend(of_group.into_iter().map(|f| (group.to_string(), f)));
     }
     // Unique file names (sanitizing may map two cases to one name).
     let mut seen: Vec<String> = Vec::new();
-    for figure in &mut out {
+    for (_, figure) in &mut out {
         let stem = figure.file.trim_end_matches(".svg").to_string();
         let mut k = 1;
         while seen.contains(&figure.file) {

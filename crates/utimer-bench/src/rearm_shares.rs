@@ -54,9 +54,30 @@ use utimer::{BaseStats, Expiry, Timer};
 
 use super::peers::utimer::{empty_timer, UtimerPeer};
 use super::plot::{Chart, Shares};
-use super::{Record, Runner, XorShift};
+use super::{GroupDoc, Record, Runner, XorShift};
 
 const GROUP: &str = "rearm_shares";
+
+/// The group's section of the results page (`--markdown`).
+const DOC: GroupDoc = GroupDoc {
+    title: "The same-bucket re-arm",
+    about: "The kernel's 2016 same-bucket `mod_timer()`, replayed on a real `TimerSystem` \
+         built twice: *before* with `Timer::modify_without_bucket_check` (lock-free only if \
+         the expiry is unchanged), *after* with `Timer::modify` (lock-free when the new expiry \
+         lands in the timer's current bucket), on a manual clock advanced one tick at a time \
+         with an expiry run after each. Every re-arm of a pending timer counts as Match (no \
+         lock), Requeue (lock and move) or Recalc (recomputed under the lock because the base \
+         clock moved). Two deterministic workloads: `simple`, one timer re-armed to now + \
+         1000..1031 ticks, the patch's simple test; `networking`, many connections (fewer with \
+         `--quick`) whose retransmit and keepalive timers are pushed out on every packet, with \
+         skewed traffic. The reference column gives the patch's published share for the same \
+         cell. `ns_per_modify` includes the harness loop and the counting: a rough companion \
+         to the shares.",
+    look_for: "Match should jump from before to after as it did in the patch; the shares are \
+         a property of the workload and the wheel, not of the machine's speed, so they should \
+         not move between runs. Recalc needs an expiry run to move the base clock between the \
+         lock-free check and the lock; this replay is single-threaded, so it is 0 here.",
+};
 
 /// The chart of a workload's shares: before and after, beside the patch's.
 pub(crate) const SHARES: Chart = Chart::Shares(Shares {
@@ -320,6 +341,7 @@ pub(crate) fn run(r: &mut Runner) {
     }
     r.enter_group(
         GROUP,
+        DOC,
         "Linux 2016 same-bucket mod_timer() patch, replayed on TimerSystem:\n\
          before = Timer::modify_without_bucket_check (lock-free only if the expiry is unchanged),\n\
          after = Timer::modify (the same-bucket check);\n\

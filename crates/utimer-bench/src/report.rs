@@ -1,5 +1,6 @@
 //! Output of `utimer bench`: the machine banner, one table per case, and the
-//! JSON file.
+//! JSON file. The results page (`markdown.rs`) reuses the banner and the
+//! tables' columns.
 //!
 //! Tables show, per case, one row per implementation: the median over the
 //! repetitions, the 10th and 90th percentiles (nearest rank) and the ratio
@@ -167,8 +168,21 @@ pub(crate) fn fmt_num(v: f64) -> String {
     }
 }
 
-/// Prints the machine description and the run's parameters.
-pub(crate) fn print_machine(r: &Runner) {
+/// The machine and the method lines of the banner a run prints first, and
+/// the results page repeats.
+pub(crate) struct Banner {
+    /// `2 CPUs (nproc), <CPU model>, Linux <release>`.
+    pub(crate) machine: String,
+    /// The repetitions and the batch target of this run.
+    pub(crate) method: String,
+}
+
+/// What the ratio column means.
+pub(crate) const RATIO_COLUMN: &str =
+    "this row / the utimer row of the same case (lower is faster)";
+
+/// Describes the machine and the run's parameters.
+pub(crate) fn banner(r: &Runner) -> Banner {
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(0);
@@ -182,15 +196,24 @@ pub(crate) fn print_machine(r: &Runner) {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".to_string());
+    Banner {
+        machine: format!("{cpus} CPUs (nproc), {model}, Linux {kernel}"),
+        method: format!(
+            "median of {} interleaved repetitions; batches of >= {} ms; \
+             warm-up = calibration; nothing pinned",
+            r.reps,
+            r.target.as_millis()
+        ),
+    }
+}
+
+/// Prints the machine description and the run's parameters.
+pub(crate) fn print_machine(r: &Runner) {
+    let b = banner(r);
     println!("utimer bench ({} mode)", r.mode());
-    println!("machine: {cpus} CPUs (nproc), {model}, Linux {kernel}");
-    println!(
-        "method: median of {} interleaved repetitions; batches of >= {} ms; \
-         warm-up = calibration; nothing pinned",
-        r.reps,
-        r.target.as_millis()
-    );
-    println!("ratio column: this row / the utimer row of the same case (lower is faster)");
+    println!("machine: {}", b.machine);
+    println!("method: {}", b.method);
+    println!("ratio column: {RATIO_COLUMN}");
 }
 
 /// Prints a group heading.
@@ -216,21 +239,45 @@ pub(crate) fn print_case(case: &str, records: &[Record]) {
     progress::redraw(true);
 }
 
-fn write_case(case: &str, records: &[Record]) {
+/// The heading of a case's value column: `median ns/op` for repeated
+/// timings, else the unit of its first measured row.
+pub(crate) fn value_label(records: &[Record]) -> String {
     let unit = records
         .iter()
         .find(|r| r.skipped.is_none())
         .map(|r| r.unit.as_str())
         .unwrap_or("");
-    let label = if records.iter().any(|r| r.samples > 1) {
+    if records.iter().any(|r| r.samples > 1) {
         format!("median {unit}")
     } else {
         unit.to_string()
-    };
-    let base = records
+    }
+}
+
+/// The value the ratio column divides by: the first utimer row's.
+pub(crate) fn ratio_base(records: &[Record]) -> Option<f64> {
+    records
         .iter()
         .find(|r| r.impl_name.starts_with("utimer") && r.value.is_some())
-        .and_then(|r| r.value);
+        .and_then(|r| r.value)
+}
+
+/// A row's ratio cell: `2.00x`, or `-` without a base.
+pub(crate) fn fmt_ratio(value: f64, base: Option<f64>) -> String {
+    match base {
+        Some(b) if b > 0.0 => format!("{:.2}x", value / b),
+        _ => "-".to_string(),
+    }
+}
+
+/// A percentile cell: the number, or `-`.
+pub(crate) fn fmt_opt(x: Option<f64>) -> String {
+    x.map(fmt_num).unwrap_or_else(|| "-".into())
+}
+
+fn write_case(case: &str, records: &[Record]) {
+    let label = value_label(records);
+    let base = ratio_base(records);
     let width = records
         .iter()
         .map(|r| r.impl_name.len())
@@ -250,19 +297,14 @@ fn write_case(case: &str, records: &[Record]) {
             continue;
         }
         let v = r.value.unwrap_or(f64::NAN);
-        let p = |x: Option<f64>| x.map(fmt_num).unwrap_or_else(|| "-".into());
-        let ratio = match base {
-            Some(b) if b > 0.0 => format!("{:.2}x", v / b),
-            _ => "-".to_string(),
-        };
         let _ = writeln!(
             out,
             "    {:<width$} {:>14} {:>10} {:>10} {:>10}",
             r.impl_name,
             fmt_num(v),
-            p(r.p10),
-            p(r.p90),
-            ratio,
+            fmt_opt(r.p10),
+            fmt_opt(r.p90),
+            fmt_ratio(v, base),
         );
     }
 }

@@ -61,9 +61,36 @@ use super::peers::tokio_alt;
 use super::peers::tokio_sleep::poll_once;
 use super::peers::utimer::{empty_timer, UtimerPeer};
 use super::plot::Chart;
-use super::{Contender, Runner, Sample, Schedule};
+use super::{Contender, GroupDoc, Runner, Sample, Schedule};
 
 const GROUP: &str = "threads";
+
+/// The group's section of the results page (`--markdown`).
+const DOC: GroupDoc = GroupDoc {
+    title: "Two threads at once",
+    about: "Each thread arms a timer to now + 100 ticks and cancels it in a loop; `1_thread` \
+         runs the loop on one thread, `2_threads` on two at once, started together at a \
+         barrier, each on its own timers; a sample is the mean over the threads of ns per \
+         operation per thread. `utimer`: two workers, thread *i* enters worker *i*, so each \
+         arms on its own base under its own lock (the kernel's per-CPU bases); `utimer \
+         (owners)`: thread *i* is registered as worker *i*, so its base's lock is biased \
+         towards it. `tokio multi-thread` and `tokio alt timer`: a 2-worker runtime, one task \
+         per thread. `Mutex<BinaryHeap>`: one shared heap behind a mutex, what a program gets \
+         by sharing its single-threaded queue. `timerfd per thread`: one descriptor per \
+         thread, at system-call cost. `CPU-only baseline`: no timers, a few register \
+         operations per iteration. `shared_base`: one base used by its owner and by a remote \
+         thread at once, one row per thread: what remote operations cost against a biased \
+         lock, revocations included.",
+    look_for: "Perfect scaling shows as equal numbers in the two cases. Compare each row's \
+         2-thread/1-thread ratio (the note under the tables) with the baseline's, which is \
+         what the machine itself allows: above 1 on a shared or hyperthreaded machine, and \
+         with fewer CPUs than threads the numbers measure time-sharing. tokio's stable driver \
+         has one wheel behind one mutex for the whole runtime and a shared heap serialises on \
+         its lock; utimer's workers share nothing. The bench keeps the two threads' timers on \
+         different cache lines: utimer does not pad timers to a line, and two workers' timers \
+         that share one slow each other down, as any two objects written by two threads do.",
+};
+
 const ARM_DELTA: u64 = 100;
 const BASELINE: &str = "CPU-only baseline";
 /// The rows, in table order.
@@ -370,6 +397,7 @@ pub(crate) fn run_all(r: &mut Runner) {
     }
     r.enter_group(
         GROUP,
+        DOC,
         &format!(
             "arm+cancel (now+100) on 1 thread vs 2 threads at once, each on its own timer;\n\
              ns per operation per thread ({ops} ops per thread per sample, timerfd {kernel_ops})"

@@ -78,6 +78,11 @@ struct BenchArgs {
     /// one file per chart and an index.html that shows them all
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
+    /// Also write the results page to FILE: this run's tables in Markdown,
+    /// one section per group with what it measures, linking the charts of
+    /// --plot (ci/results.sh writes docs/results.md this way)
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
 }
 
 impl From<BenchArgs> for bench::Options {
@@ -87,6 +92,7 @@ impl From<BenchArgs> for bench::Options {
             json: a.json,
             filter: a.filter,
             plot: a.plot,
+            markdown: a.markdown,
         }
     }
 }
@@ -138,6 +144,7 @@ mod tests {
             "--filter=posix",
             "--plot",
             "plots",
+            "--markdown=docs/results.md",
         ])
         else {
             panic!("expected bench");
@@ -147,6 +154,7 @@ mod tests {
         assert_eq!(o.json, Some(PathBuf::from("out.json")));
         assert_eq!(o.filter.as_deref(), Some("posix"));
         assert_eq!(o.plot, Some(PathBuf::from("plots")));
+        assert_eq!(o.markdown, Some(PathBuf::from("docs/results.md")));
     }
 
     #[test]
@@ -158,6 +166,8 @@ mod tests {
             &["bench", "--json="],
             &["bench", "--filter="],
             &["bench", "--plot"],
+            &["bench", "--markdown"],
+            &["bench", "--markdown="],
             &["bench", "--quick=1"],
             &["bench", "stray"],
         ] {
@@ -197,6 +207,7 @@ mod tests {
             "--json <FILE>",
             "--filter <SUBSTR>",
             "--plot <DIR>",
+            "--markdown <FILE>",
         ] {
             assert!(help.contains(flag), "{flag} missing from\n{help}");
         }

@@ -19,9 +19,23 @@ use utimer::{ClockId, ItimerSpec, Notify, TimerId, TimerSystem};
 use super::timers::{kernel_timers, utimer_timers, FAR};
 use crate::peers::posix::{itimerspec, Notify as KNotify, PosixTimer};
 use crate::plot::Chart;
-use crate::{time, Contender, Runner, Schedule};
+use crate::{time, Contender, GroupDoc, Runner, Schedule};
 
 const COSTS: &str = "posix-costs";
+
+/// The group's section of the results page (`--markdown`).
+const DOC: GroupDoc = GroupDoc {
+    title: "POSIX timer calls against the kernel's system calls",
+    about: "Single-thread cost of the POSIX timer calls on `SIGEV_NONE` timers (neither the \
+         kernel nor utimer queues a timer for those: both compute the state when asked), ns \
+         per operation in the runner's interleaved batches: `create_settime_delete`, a timer's \
+         whole life, armed once far ahead; `settime_rearm`, an armed timer moved to a new far \
+         value; `gettime`.",
+    look_for: "How much of a POSIX timer call is the system call; the note gives the \
+         kernel/utimer ratio of each call. What remains in utimer's `gettime` is the epoch pin \
+         and the timer's own lock plus one `clock_gettime` through the vDSO, which the kernel \
+         pays too. Where system calls are slower than on this machine the gap is wider.",
+};
 
 /// A utimer system for the single-thread rows, with one armed timer.
 fn costs_system() -> Result<(TimerSystem, TimerId), String> {
@@ -37,6 +51,7 @@ pub(super) fn run(r: &mut Runner) {
     }
     r.enter_group(
         COSTS,
+        DOC,
         "single-thread cost of the POSIX timer calls, SIGEV_NONE timers: utimer vs the\n\
          kernel's syscalls (ns/op). settime_rearm moves an armed timer to a new far value",
     );

@@ -28,9 +28,26 @@ use utimer::{ClockId, HrRestart, Runtime};
 
 use crate::peers::timerfd::{sleep_until, TimerFd};
 use crate::plot::Chart;
-use crate::{Record, Runner};
+use crate::{GroupDoc, Record, Runner};
 
 const GROUP: &str = "posix-latency";
+
+/// The group's section of the results page (`--markdown`).
+const DOC: GroupDoc = GroupDoc {
+    title: "Wake-up lateness of hrtimers and sleeps",
+    about: "How late utimer's high-resolution timers wake, sample by sample, in µs (p50 / p99 \
+         / min / max; negative would be early). `periodic_1ms`: an hrtimer on a `Runtime` \
+         whose callback forwards its expiry by 1 ms and restarts, against a periodic timerfd \
+         read by a thread. `sleep_*`: sequential sleeps of 1 ms to 1 s (1 ms and 10 ms with \
+         `--quick`), utimer's `Sleeper` against a one-shot timerfd and `tokio::time::sleep` on \
+         a current-thread runtime. `early_samples` counts wake-ups before their deadline.",
+    look_for: "utimer's medians should match timerfd's: both are woken by the kernel's \
+         high-resolution timers, and utimer adds a hand-off from its worker. tokio's wheel \
+         counts whole milliseconds, so it wakes about a millisecond late. The p99s move with \
+         the machine's noise from run to run for every implementation. `early_samples` must be \
+         0 everywhere: a timer never fires early.",
+};
+
 const INTERVAL: Duration = Duration::from_millis(1);
 
 /// `CLOCK_MONOTONIC` in nanoseconds.
@@ -222,6 +239,7 @@ pub(super) fn run(r: &mut Runner) {
     }
     r.enter_group(
         GROUP,
+        DOC,
         "hrtimers and sleeps: wake-up lateness in µs (p50 / p99 / min / max; negative = early).\n\
          periodic_1ms: hrtimer forwarded by 1 ms on a Runtime vs a periodic timerfd;\n\
          sleep_*: sequential sleeps, utimer Sleeper vs timerfd vs tokio current-thread",

@@ -26,9 +26,26 @@ use utimer::{TimerId, TimerSystem};
 use super::timers::{kernel_timers, utimer_timers};
 use crate::peers::posix::PosixTimer;
 use crate::plot::Chart;
-use crate::{Record, Runner};
+use crate::{GroupDoc, Record, Runner};
 
 const LOOKUP: &str = "posix-lookup";
+
+/// The group's section of the results page (`--markdown`).
+const DOC: GroupDoc = GroupDoc {
+    title: "POSIX timer IDs looked up without a global lock",
+    about: "The 2011 patch that looked POSIX timer IDs up under RCU instead of the global \
+         `idr_lock`, replayed: N threads (1 to 16) each call `timer_gettime` on their own 16 \
+         `SIGEV_NONE` timers for a fixed time, started together; total million calls per \
+         second. The rows: utimer's lock-free lookup (an epoch pin and two loads, then the \
+         timer's own lock), the same call behind one global spinlock (the hidden \
+         `timer_gettime_global_lock`, the patch's *before*) and the kernel's `timer_gettime` \
+         system call. `scaling_2T_over_1T` is each row's 2-thread/1-thread throughput ratio. \
+         The ratio column compares throughput here: higher is faster.",
+    look_for: "A global lock collapses as threads are added; the lock-free lookup scales with \
+         the cores (2.0 in `scaling_2T_over_1T` is perfect) and holds its rate when \
+         oversubscribed. Thread counts above the CPU count measure time-sharing and, for the \
+         spinlock, preempted lock holders. The patch's own figures are in the notes.",
+};
 
 /// Timers each polling thread owns.
 const TIMERS_PER_THREAD: usize = 16;
@@ -148,6 +165,7 @@ pub(super) fn run(r: &mut Runner) {
     let cpus = thread::available_parallelism().map_or(1, |n| n.get());
     r.enter_group(
         LOOKUP,
+        DOC,
         "POSIX timer IDs looked up without a global lock (2011): N threads each calling\n\
          timer_gettime on its own 16 SIGEV_NONE timers for a fixed time; total million calls\n\
          per second (the ratio column is throughput: higher is faster). Median over\n\

@@ -15,9 +15,24 @@ use utimer::{ClockId, Notify, TimerSystem};
 
 use crate::peers::posix::{Notify as KNotify, PosixTimer};
 use crate::plot::Chart;
-use crate::{time, Record, Runner};
+use crate::{time, GroupDoc, Record, Runner};
 
 const WORKLOAD: &str = "posix-workload2025";
+
+/// The group's section of the results page (`--markdown`).
+const DOC: GroupDoc = GroupDoc {
+    title: "The 2025 posix-timers rework's workload",
+    about: "The benchmark of the kernel's 2025 posix-timers rework (per-bucket hash locks \
+         instead of one global lock), replayed: one thread creates 100k `SIGEV_NONE` timers \
+         (10k with `--quick`), calls `timer_getoverrun` on each, then deletes them; then 2 \
+         threads do the same with 20k each (2k). ns per create, per getoverrun and per delete, \
+         mean over the threads, one run each, utimer against the kernel's system calls. Kernel \
+         timers count against `RLIMIT_SIGPENDING`: a create the kernel refuses makes its row a \
+         skipped one, with the error.",
+    look_for: "getoverrun is the lookup plus the timer's own lock: the whole price of finding \
+         a timer by its ID, where the kernel adds a system call. Create and delete show the \
+         table's writer lock and the reclamation of deleted timers.",
+};
 
 /// The soft `RLIMIT_SIGPENDING`, as text.
 fn sigpending_limit() -> String {
@@ -150,6 +165,7 @@ pub(super) fn run(r: &mut Runner) {
     }
     r.enter_group(
         WORKLOAD,
+        DOC,
         "the kernel's 2025 posix-timers rework benchmark: T threads each create N SIGEV_NONE\n\
          timers, then timer_getoverrun on each, then delete them; ns per call (mean over\n\
          threads; one run each)",
