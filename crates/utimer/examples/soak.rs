@@ -12,7 +12,7 @@
 //! * no lost timer: every arm left on the wheel fires once the threads stop,
 //!   `delete_sync` never finds an arm that neither fired nor was pending,
 //!   and every hrtimer still fires when started once more at the end;
-//! * balanced books: the system's counters (`TimerSystem::stats`,
+//! * balanced books: the system's counters (`Metrics::totals`,
 //!   `hr_stats`) match what the threads did: armed, fired, deleted (a
 //!   dropped handle's pending arm counts as deleted) and nothing pending.
 //!

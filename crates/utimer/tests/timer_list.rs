@@ -1,4 +1,4 @@
-//! `TimerSystem::timer_list`: the `/proc/timer_list` snapshot says what is
+//! `Metrics::timer_list` (`sys.metrics().timer_list()`): the `/proc/timer_list` snapshot says what is
 //! queued where.
 
 use std::time::Duration;

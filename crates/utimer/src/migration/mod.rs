@@ -188,9 +188,9 @@ pub(crate) struct Hierarchy {
     top: u32,
 }
 
-/// One worker's pull-model counters ([`TimerSystem::migration_stats`]).
+/// One worker's pull-model counters ([`Metrics::migration_stats`]).
 ///
-/// [`TimerSystem::migration_stats`]: crate::TimerSystem::migration_stats
+/// [`Metrics::migration_stats`]: crate::Metrics::migration_stats
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MigrationStats {
@@ -214,9 +214,9 @@ pub struct MigrationStats {
     pub locks: u64,
 }
 
-/// One group of a hierarchy, as [`TimerSystem::hierarchy`] reports it.
+/// One group of a hierarchy, as [`Metrics::hierarchy`] reports it.
 ///
-/// [`TimerSystem::hierarchy`]: crate::TimerSystem::hierarchy
+/// [`Metrics::hierarchy`]: crate::Metrics::hierarchy
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct GroupInfo {

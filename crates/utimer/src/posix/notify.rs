@@ -46,7 +46,7 @@ pub enum Notify {
     None,
     /// `SIGEV_THREAD`: run the function on the timer's worker.
     Callback(NotifyFn),
-    /// A file descriptor ([`TimerSystem::timer_fd`](crate::TimerSystem::timer_fd))
+    /// A file descriptor ([`PosixTimers::timer_fd`](crate::PosixTimers::timer_fd))
     /// that becomes readable on expiry and reads as the number of
     /// expirations since the last read, as a native-endian `u64` (timerfd
     /// semantics), for `epoll` loops.
@@ -141,7 +141,7 @@ pub(crate) fn fd_drain(fd: &OwnedFd) {
     }
 }
 
-/// The raw fd, for [`TimerSystem::timer_fd`](crate::TimerSystem::timer_fd).
+/// The raw fd, for [`PosixTimers::timer_fd`](crate::PosixTimers::timer_fd).
 pub(crate) fn raw(fd: &OwnedFd) -> RawFd {
     fd.as_raw_fd()
 }

@@ -78,7 +78,7 @@
 //! lock held, except inside `make` of an insert, which creates the timer.
 //!
 //! The seed's "before", a global lock around every lookup, is kept for the
-//! benchmark as `TimerSystem::timer_gettime_global_lock` (feature
+//! benchmark as `PosixTimers::timer_gettime_global_lock` (feature
 //! `bench-internals`).
 
 // Under loom only the table's models use it.

@@ -15,7 +15,7 @@
 //! After every tick the simulator checks:
 //!
 //! * the hierarchy: each group's active mask and migrator agree with its
-//!   children ([`TimerSystem::check_hierarchy`](crate::TimerSystem::check_hierarchy));
+//!   children ([`Metrics::check_hierarchy`](crate::Metrics::check_hierarchy));
 //! * each timer fires at most once, never before its expiry, and not later
 //!   than one tick after its bucket's expiry (its granularity), or the stall
 //!   bound plus three ticks when a worker was stalled around then;

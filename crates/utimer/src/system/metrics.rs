@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// Every worker's bases at one moment (each base read under its own lock,
 /// so the snapshot is consistent per base, not across bases). Made by
-/// [`TimerSystem::timer_list`].
+/// [`Metrics::timer_list`].
 #[derive(Clone, Debug)]
 pub struct TimerList {
     /// The wheel clock: the current tick (`jiffies`).

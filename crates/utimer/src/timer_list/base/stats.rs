@@ -15,7 +15,7 @@ pub(crate) struct Counters {
 }
 
 /// A snapshot of one base's statistics, or their sum over several bases
-/// ([`TimerSystem::stats`](crate::TimerSystem::stats)).
+/// ([`Metrics::totals`](crate::Metrics::totals)).
 ///
 /// Balance: `armed == fired + deleted + pending` for the whole system at any
 /// quiescent moment (a timer re-armed while pending is not armed again; a
