@@ -12,6 +12,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 crates=(utimer utimer-async utimer-capi)
+# `cargo package` verifies each crate against the others through a local
+# registry of the packages it has just written, and treats that registry's
+# crates as immutable once seen: it reuses their extraction (in
+# $CARGO_HOME/registry/src/-HASH/) and their compiled artifacts while the
+# version is unchanged, so a second run on the same machine would verify
+# against an earlier run's sources. Start from neither: a target directory
+# of its own, emptied first, and no extraction of our own crates (the local
+# registries' folders are the ones named with a leading '-'; crates.io's
+# are left alone).
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/package-check"
+rm -rf "$CARGO_TARGET_DIR"
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' crates/utimer/Cargo.toml | head -1)
+for crate in "${crates[@]}"; do
+  rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/"$crate-$version"
+done
 cargo package --allow-dirty "${crates[@]/#/-p}"
 for crate in "${crates[@]}"; do
   files=$(cargo package --allow-dirty --list --quiet -p "$crate")

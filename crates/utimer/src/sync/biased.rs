@@ -55,7 +55,9 @@
 //! and its lock is the spinlock it always was. Between the two, at most
 //! one revocation per window of the owner's own work, and the window
 //! doubles each time. Without `membarrier` (old kernels, seccomp), no bias
-//! is ever set: everybody takes the spinlock, as before.
+//! is ever set: everybody takes the spinlock, as before. Nor is one set
+//! before the process's registration has completed, which no thread waits
+//! for (`prepare_bias` says why).
 //!
 //! # Ownership
 //!
@@ -130,7 +132,11 @@ pub(crate) fn token() -> usize {
 }
 
 impl BiasedLock {
+    /// A lock with no owner. Starts the process's `membarrier`
+    /// registration if nobody has ([`prepare_bias`]): bases are made when a
+    /// system is built, before its workers claim them.
     pub(crate) fn new() -> Self {
+        prepare_bias();
         BiasedLock {
             spin: SpinLock::new(),
             word: AtomicUsize::new(0),
@@ -291,7 +297,8 @@ fn heavy_barrier() {
     loom::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
 }
 
-/// Whether the heavy barrier works here (registered once per process).
+/// Whether the heavy barrier works here: the process's registration has
+/// completed ([`prepare_bias`] starts it). One load; never waits.
 fn membarrier_ready() -> bool {
     #[cfg(not(loom))]
     return membarrier::ready();
@@ -299,39 +306,118 @@ fn membarrier_ready() -> bool {
     return true;
 }
 
+/// Starts the process's `membarrier` registration, once, without making
+/// anyone wait for it: locks run unbiased (on their spinlock) until it has
+/// completed, then bias as usual. Called by [`BiasedLock::new`], that is
+/// where a system is built, under no lock.
+///
+/// # Why not register on a worker's first claim
+///
+/// Registering a process that already has several threads waits for an
+/// RCU grace period in the kernel: 12–15 ms measured here, against 1.5 µs
+/// while the process has one thread. A worker thread that registered on
+/// its first `claim` spent those milliseconds before its first look at its
+/// timers, so every timer armed in the first milliseconds of a process's
+/// first system fired that late. Now a single-threaded process registers
+/// at once (the fast case), and any other registers on a short-lived
+/// thread of its own, while the workers run.
+fn prepare_bias() {
+    #[cfg(not(loom))]
+    membarrier::start();
+}
+
 #[cfg(not(loom))]
 mod membarrier {
-    use std::sync::OnceLock;
+    use std::sync::atomic::AtomicU8;
+    use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
 
     const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
     const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
-    static READY: OnceLock<bool> = OnceLock::new();
+    /// `STATE`: nobody asked yet.
+    const UNKNOWN: u8 = 0;
+    /// `STATE`: a registration is under way.
+    const REGISTERING: u8 = 1;
+    /// `STATE`: registered; private expedited barriers work.
+    const READY: u8 = 2;
+    /// `STATE`: not available (old kernel, seccomp, Miri): never bias.
+    const UNAVAILABLE: u8 = 3;
 
-    /// Registers the process for private expedited barriers, once.
+    /// Moves only forward: `UNKNOWN` → `REGISTERING` → `READY` or
+    /// `UNAVAILABLE`. `READY` is stored (release) after the system call
+    /// returned, so a thread that loads it (acquire) and then sets a bias
+    /// knows the registration is complete before any barrier it causes.
+    static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+    /// Whether the registration has completed.
+    #[inline]
     pub(super) fn ready() -> bool {
-        *READY.get_or_init(|| {
-            // Miri cannot run the system call: no bias there.
-            if cfg!(miri) {
-                return false;
-            }
-            // SAFETY: membarrier with a command and flags 0 takes no
-            // pointers and changes no memory of ours.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_membarrier,
-                    MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
-                    0,
-                )
-            };
-            r == 0
+        STATE.load(Acquire) == READY
+    }
+
+    /// Starts the registration if nobody has (see `prepare_bias`).
+    pub(super) fn start() {
+        if STATE.load(Acquire) != UNKNOWN
+            || STATE
+                .compare_exchange(UNKNOWN, REGISTERING, AcqRel, Acquire)
+                .is_err()
+        {
+            return;
+        }
+        // Miri cannot run the system call: no bias there.
+        if cfg!(miri) {
+            STATE.store(UNAVAILABLE, Release);
+            return;
+        }
+        if single_threaded() {
+            register();
+            return;
+        }
+        let spawned = std::thread::Builder::new()
+            .name("utimer-membarrier".into())
+            .spawn(register);
+        if spawned.is_err() {
+            register();
+        }
+    }
+
+    /// Registers and publishes the outcome.
+    fn register() {
+        // SAFETY: membarrier with a command and flags 0 takes no pointers
+        // and changes no memory of ours.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_membarrier,
+                MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+                0,
+            )
+        };
+        STATE.store(if r == 0 { READY } else { UNAVAILABLE }, Release);
+    }
+
+    /// Whether this process has one thread (`Threads:` of
+    /// `/proc/self/status`); `false` when that cannot be read.
+    fn single_threaded() -> bool {
+        std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .is_some_and(|n| n.trim() == "1")
         })
+    }
+
+    /// Waits until a started registration has an outcome (tests).
+    #[cfg(test)]
+    pub(super) fn settle() {
+        start();
+        while STATE.load(Acquire) == REGISTERING {
+            std::thread::yield_now();
+        }
     }
 
     /// A full memory barrier on every CPU running a thread of this process.
     pub(super) fn private_expedited() {
         // Only called with a bias set, which only `ready()` allows.
-        debug_assert!(READY.get() == Some(&true));
+        debug_assert!(ready());
         // SAFETY: as above.
         let r = unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) };
         // Registered, so it cannot fail; if it ever did, the owner might be

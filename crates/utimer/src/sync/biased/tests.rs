@@ -116,6 +116,7 @@ mod native {
     #[test]
     fn the_owner_enters_biased_others_revoke_and_the_bias_adapts() {
         let g = Guarded::new();
+        super::super::membarrier::settle();
         assert!(g.lock.claim());
         let biased = super::super::membarrier_ready();
         assert_eq!(g.lock.is_biased(), biased);
