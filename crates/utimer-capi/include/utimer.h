@@ -287,7 +287,7 @@ int utimer_mod_timer_pending(struct utimer_timer_list *t,
 /*
  Arms `t` at `expires`, or moves it earlier if it is pending later: the
  kernel's `timer_reduce()`. Returns 1 if it was pending, 0 if not, -1
- with `errno = EINVAL`.
+ with `errno = EINVAL` (NULL, or its system is closed).
 
  # Safety
  `t` is NULL or a live handle from `utimer_timer_setup`.
@@ -309,7 +309,8 @@ int utimer_del_timer(struct utimer_timer_list *t);
  Cancels `t` and waits until its callback is not running anywhere: the
  kernel's `timer_delete_sync()` / `del_timer_sync()`. Returns 1 if it
  was pending, 0 if not, -1 with `errno`: `EDEADLK` when called from
- `t`'s own callback (nothing changes), `EINVAL` for NULL.
+ `t`'s own callback (nothing changes), `EINVAL` for NULL or once its
+ system is closed.
 
  # Safety
  `t` is NULL or a live handle from `utimer_timer_setup`.
@@ -320,7 +321,8 @@ int utimer_del_timer_sync(struct utimer_timer_list *t);
  Cancels `t` for good (later arms are ignored, also from its own
  callback) and waits for a running callback: the kernel's
  `timer_shutdown_sync()`. Returns 1 if it was pending, 0 if not, -1
- with `errno`: `EDEADLK` from its own callback, `EINVAL` for NULL.
+ with `errno`: `EDEADLK` from its own callback, `EINVAL` for NULL or
+ once its system is closed.
 
  # Safety
  `t` is NULL or a live handle from `utimer_timer_setup`.
@@ -328,8 +330,8 @@ int utimer_del_timer_sync(struct utimer_timer_list *t);
 int utimer_timer_shutdown_sync(struct utimer_timer_list *t);
 
 /*
- Whether `t` is armed: the kernel's `timer_pending()`. 1 or 0; -1 with
- `errno = EINVAL` for NULL.
+ Whether `t` is armed: the kernel's `timer_pending()`. 1 or 0 (0 once
+ its system is closed); -1 with `errno = EINVAL` for NULL.
 
  # Safety
  `t` is NULL or a live handle from `utimer_timer_setup`.

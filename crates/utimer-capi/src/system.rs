@@ -2,6 +2,7 @@
 
 use crate::ffi::{guard, handle, Errno};
 use std::os::raw::c_uint;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use utimer::{Runtime, TimerSystem};
@@ -17,6 +18,10 @@ pub struct utimer_t {
     /// Whether the system has worker threads of its own (then no program
     /// thread may register as one of its workers).
     pub(crate) threaded: bool,
+    /// Set by `utimer_close`, before the system goes; shared with every
+    /// wheel timer of the system, which outlives it until
+    /// `utimer_timer_free` and must then refuse every call with `EINVAL`.
+    pub(crate) closed: Arc<AtomicBool>,
 }
 
 fn workers(n: c_uint) -> usize {
@@ -48,6 +53,7 @@ fn open(n: c_uint, threads: bool) -> Result<*mut utimer_t, Errno> {
         sys,
         threaded: rt.is_some(),
         rt: Mutex::new(rt),
+        closed: Arc::new(AtomicBool::new(false)),
     })))
 }
 
@@ -88,6 +94,7 @@ pub unsafe extern "C" fn utimer_close(u: *mut utimer_t) {
     guard((), || {
         // SAFETY: the caller hands over a live handle made by `Box::into_raw`.
         let u = unsafe { Box::from_raw(u) };
+        u.closed.store(true, Ordering::Release);
         let rt = u.rt.lock().unwrap_or_else(|e| e.into_inner()).take();
         drop(rt);
         drop(u);

@@ -8,6 +8,8 @@
 use crate::ffi::{errno, guard, handle, int, Errno};
 use crate::system::utimer_t;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::os::raw::{c_int, c_uint, c_void};
 use utimer::{Expiry, Timer, TimerError, TimerFlags};
 
@@ -22,6 +24,8 @@ pub const UTIMER_DEFERRABLE: c_uint = 2;
 #[derive(Debug)]
 pub struct utimer_timer_list {
     timer: Timer,
+    /// Its system's `utimer_t::closed`.
+    closed: Arc<AtomicBool>,
 }
 
 /// A wheel timer's callback: the timer and the `arg` given at setup.
@@ -76,22 +80,28 @@ pub unsafe extern "C" fn utimer_timer_setup(
             // caller's, promised callable from a worker.
             unsafe { f(addr as *mut utimer_timer_list, arg as *mut c_void) }
         });
+        let closed = u.closed.clone();
         // SAFETY: `p` is a fresh, unaliased allocation for this type.
-        unsafe { p.write(utimer_timer_list { timer }) };
+        unsafe { p.write(utimer_timer_list { timer, closed }) };
         Ok(p)
     })
 }
 
 /// Runs `f` on the timer behind `t`, mapping its answer to 1 / 0 and its
-/// error to `errno`.
+/// error to `errno`; once its system is closed, `EINVAL` without calling
+/// `f`, unless `after_close` gives the answer then.
 fn with_timer(
     t: *const utimer_timer_list,
+    after_close: Option<bool>,
     f: impl FnOnce(&Timer) -> Result<bool, TimerError>,
 ) -> c_int {
     guard(-1, || {
         // SAFETY: every export that calls this documents that `t` is NULL
         // or a live handle from `utimer_timer_setup`.
         let t = unsafe { handle(t) }?;
+        if t.closed.load(Ordering::Acquire) {
+            return after_close.map(int).ok_or(libc::EINVAL);
+        }
         f(&t.timer).map(int).map_err(errno)
     })
 }
@@ -105,7 +115,7 @@ fn with_timer(
 /// `t` is NULL or a live handle from `utimer_timer_setup`.
 #[no_mangle]
 pub unsafe extern "C" fn utimer_mod_timer(t: *mut utimer_timer_list, expires: u64) -> c_int {
-    with_timer(t, |t| t.modify(Expiry::Tick(expires)))
+    with_timer(t, None, |t| t.modify(Expiry::Tick(expires)))
 }
 
 /// Re-arms `t` to `expires` only if it is pending: the kernel's
@@ -119,18 +129,18 @@ pub unsafe extern "C" fn utimer_mod_timer_pending(
     t: *mut utimer_timer_list,
     expires: u64,
 ) -> c_int {
-    with_timer(t, |t| t.modify_pending(Expiry::Tick(expires)))
+    with_timer(t, None, |t| t.modify_pending(Expiry::Tick(expires)))
 }
 
 /// Arms `t` at `expires`, or moves it earlier if it is pending later: the
 /// kernel's `timer_reduce()`. Returns 1 if it was pending, 0 if not, -1
-/// with `errno = EINVAL`.
+/// with `errno = EINVAL` (NULL, or its system is closed).
 ///
 /// # Safety
 /// `t` is NULL or a live handle from `utimer_timer_setup`.
 #[no_mangle]
 pub unsafe extern "C" fn utimer_timer_reduce(t: *mut utimer_timer_list, expires: u64) -> c_int {
-    with_timer(t, |t| t.reduce(Expiry::Tick(expires)))
+    with_timer(t, None, |t| t.reduce(Expiry::Tick(expires)))
 }
 
 /// Cancels `t` without waiting for a running callback: the kernel's
@@ -141,41 +151,43 @@ pub unsafe extern "C" fn utimer_timer_reduce(t: *mut utimer_timer_list, expires:
 /// `t` is NULL or a live handle from `utimer_timer_setup`.
 #[no_mangle]
 pub unsafe extern "C" fn utimer_del_timer(t: *mut utimer_timer_list) -> c_int {
-    with_timer(t, |t| Ok(t.delete()))
+    with_timer(t, Some(false), |t| Ok(t.delete()))
 }
 
 /// Cancels `t` and waits until its callback is not running anywhere: the
 /// kernel's `timer_delete_sync()` / `del_timer_sync()`. Returns 1 if it
 /// was pending, 0 if not, -1 with `errno`: `EDEADLK` when called from
-/// `t`'s own callback (nothing changes), `EINVAL` for NULL.
+/// `t`'s own callback (nothing changes), `EINVAL` for NULL or once its
+/// system is closed.
 ///
 /// # Safety
 /// `t` is NULL or a live handle from `utimer_timer_setup`.
 #[no_mangle]
 pub unsafe extern "C" fn utimer_del_timer_sync(t: *mut utimer_timer_list) -> c_int {
-    with_timer(t, |t| t.delete_sync())
+    with_timer(t, None, |t| t.delete_sync())
 }
 
 /// Cancels `t` for good (later arms are ignored, also from its own
 /// callback) and waits for a running callback: the kernel's
 /// `timer_shutdown_sync()`. Returns 1 if it was pending, 0 if not, -1
-/// with `errno`: `EDEADLK` from its own callback, `EINVAL` for NULL.
+/// with `errno`: `EDEADLK` from its own callback, `EINVAL` for NULL or
+/// once its system is closed.
 ///
 /// # Safety
 /// `t` is NULL or a live handle from `utimer_timer_setup`.
 #[no_mangle]
 pub unsafe extern "C" fn utimer_timer_shutdown_sync(t: *mut utimer_timer_list) -> c_int {
-    with_timer(t, |t| t.shutdown_sync())
+    with_timer(t, None, |t| t.shutdown_sync())
 }
 
-/// Whether `t` is armed: the kernel's `timer_pending()`. 1 or 0; -1 with
-/// `errno = EINVAL` for NULL.
+/// Whether `t` is armed: the kernel's `timer_pending()`. 1 or 0 (0 once
+/// its system is closed); -1 with `errno = EINVAL` for NULL.
 ///
 /// # Safety
 /// `t` is NULL or a live handle from `utimer_timer_setup`.
 #[no_mangle]
 pub unsafe extern "C" fn utimer_timer_pending(t: *const utimer_timer_list) -> c_int {
-    with_timer(t, |t| Ok(t.is_pending()))
+    with_timer(t, Some(false), |t| Ok(t.is_pending()))
 }
 
 /// Cancels `t`, waits for its running callback unless called from that

@@ -91,6 +91,10 @@ int main(void) {
     CHECK(utimer_mod_timer(l, utimer_jiffies(u) + 100000) == 0);
     utimer_close(u);
     ERRNO(utimer_mod_timer(l, 5), -1, EINVAL);
+    ERRNO(utimer_mod_timer_pending(l, 5), -1, EINVAL);
+    ERRNO(utimer_timer_reduce(l, 5), -1, EINVAL);
+    ERRNO(utimer_del_timer_sync(l), -1, EINVAL);
+    ERRNO(utimer_timer_shutdown_sync(l), -1, EINVAL);
     CHECK(utimer_timer_pending(l) == 0);
     CHECK(utimer_del_timer(l) == 0);
     utimer_timer_free(l);
