@@ -8,9 +8,9 @@
 use crate::ffi::{errno, guard, handle, int, Errno};
 use crate::system::utimer_t;
 use std::mem::MaybeUninit;
+use std::os::raw::{c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::os::raw::{c_int, c_uint, c_void};
 use utimer::{Expiry, Timer, TimerError, TimerFlags};
 
 /// `flags` of `utimer_timer_setup()`: the timer stays on the worker that
