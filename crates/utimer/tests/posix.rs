@@ -354,15 +354,45 @@ fn bad_input_is_einval() {
             Some(TimerError::InvalidArgument)
         );
     }
-    let n = Notify::Signal {
+    // SIGEV_THREAD_ID must name a live thread of this process, as the
+    // kernel's good_sigevent() checks: not a negative ID, not one no thread
+    // has, not another process's (a child's).
+    let mut child = std::process::Command::new("sleep")
+        .arg("10")
+        .spawn()
+        .unwrap();
+    let exited = std::thread::spawn(|| {
+        // SAFETY: gettid takes no arguments.
+        unsafe { libc::gettid() }
+    })
+    .join()
+    .unwrap();
+    for tid in [-3, 0, i32::MAX, child.id() as i32, exited] {
+        let n = Notify::Signal {
+            signo: libc::SIGUSR1,
+            value: 0,
+            thread: Some(tid),
+        };
+        assert_eq!(
+            sys.posix().timer_create(ClockId::Monotonic, n).err(),
+            Some(TimerError::InvalidArgument),
+            "thread {tid}"
+        );
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // SAFETY: gettid takes no arguments.
+    let me = unsafe { libc::gettid() };
+    let own = Notify::Signal {
         signo: libc::SIGUSR1,
         value: 0,
-        thread: Some(-3),
+        thread: Some(me),
     };
-    assert_eq!(
-        sys.posix().timer_create(ClockId::Monotonic, n).err(),
-        Some(TimerError::InvalidArgument)
-    );
+    let id = sys
+        .posix()
+        .timer_create(ClockId::Monotonic, own)
+        .expect("this thread is a thread of the process");
+    sys.posix().timer_delete(id).unwrap();
     let id = sys
         .posix()
         .timer_create(ClockId::Monotonic, Notify::None)

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <utimer.h>
 
@@ -47,6 +48,18 @@ static void bad_input(utimer_t *u) {
     struct sigevent nofn = {0};
     nofn.sigev_notify = SIGEV_THREAD;
     ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, &nofn, &id), -1, EINVAL);
+    /* SIGEV_THREAD_ID names a thread of this process, or EINVAL, as the
+       kernel's good_sigevent(): not another process's (the parent's). */
+    struct sigevent tid = {0};
+    tid.sigev_notify = SIGEV_THREAD_ID;
+    tid.sigev_signo = SIGUSR2;
+    tid._sigev_un._tid = (pid_t)getppid();
+    ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, &tid, &id), -1, EINVAL);
+    tid._sigev_un._tid = 0x7fffffff;
+    ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, &tid, &id), -1, EINVAL);
+    tid._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+    CHECK(utimer_timer_create(u, CLOCK_MONOTONIC, &tid, &id) == 0);
+    CHECK(utimer_timer_delete(u, id) == 0);
 
     CHECK(utimer_timer_create(u, CLOCK_MONOTONIC, &none, &id) == 0);
     struct itimerspec s = spec(1000000, 0), out;

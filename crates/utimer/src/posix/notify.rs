@@ -58,7 +58,10 @@ pub enum Notify {
         signo: i32,
         /// `si_value` (`sival_ptr`/`sival_int`).
         value: usize,
-        /// The target thread's kernel TID (`gettid()`), or the process.
+        /// The target thread's kernel TID (`gettid()`), or the process. It
+        /// must name a live thread of this process, as the kernel's
+        /// `good_sigevent()` demands: any other ID, another process's
+        /// threads included, is [`TimerError::InvalidArgument`].
         thread: Option<i32>,
     },
 }
@@ -98,7 +101,9 @@ impl Notify {
     pub(crate) fn check(&self) -> Result<(), TimerError> {
         match self {
             Notify::Signal { signo, thread, .. } => {
-                if !(1..=libc::SIGRTMAX()).contains(signo) || thread.is_some_and(|t| t <= 0) {
+                if !(1..=libc::SIGRTMAX()).contains(signo)
+                    || thread.is_some_and(|t| !is_own_thread(t))
+                {
                     return Err(TimerError::InvalidArgument);
                 }
                 Ok(())
@@ -106,6 +111,18 @@ impl Notify {
             _ => Ok(()),
         }
     }
+}
+
+/// Whether `tid` names a live thread of this process: `tgkill(getpid(),
+/// tid, 0)` sends nothing and fails with `ESRCH` for any other ID, the
+/// check the kernel's `good_sigevent()` makes for `SIGEV_THREAD_ID`.
+fn is_own_thread(tid: i32) -> bool {
+    if tid <= 0 {
+        return false;
+    }
+    // SAFETY: tgkill with signal 0 takes three integers and only checks
+    // that the thread exists in the thread group.
+    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, 0) == 0 }
 }
 
 /// Opens the timer's eventfd.
