@@ -88,9 +88,10 @@ extern "C" {
  Creates a POSIX timer on `clock` (`CLOCK_MONOTONIC`, `CLOCK_BOOTTIME` or
  `CLOCK_REALTIME`) notifying as `sevp` says, and stores its ID in
  `*timerid`: the kernel's `timer_create()`. `sevp`: `SIGEV_NONE`,
- `SIGEV_SIGNAL`, `SIGEV_THREAD` (the function runs on a utimer worker
- with `sigev_value`; `sigev_notify_attributes` is ignored: no thread is
- created), `SIGEV_THREAD_ID`, `UTIMER_SIGEV_FD`, or NULL for
+ `SIGEV_SIGNAL`, `SIGEV_THREAD` (as glibc: each expiry's function runs
+ on a new detached thread made with a copy of `sigev_notify_attributes`
+ and the creating thread's signal mask, so a slow function never delays
+ another timer), `SIGEV_THREAD_ID`, `UTIMER_SIGEV_FD`, or NULL for
  `SIGEV_SIGNAL` with `SIGALRM` and the timer's ID as `sival_int` (POSIX).
 
  Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, unknown clock or

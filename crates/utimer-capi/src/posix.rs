@@ -6,6 +6,7 @@
 //! user space imposes on signals).
 
 use crate::ffi::{errno, guard, handle, Errno};
+use crate::sigev_thread::Spawner;
 use crate::system::utimer_t;
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
@@ -68,15 +69,12 @@ fn notify_of(ev: &SigEvent) -> Result<Notify, Errno> {
         libc::SIGEV_THREAD => {
             // SAFETY: for SIGEV_THREAD the union holds the function and its
             // attributes (a null function is refused below).
-            let f = unsafe { ev.un.thread }.function.ok_or(libc::EINVAL)?;
-            Notify::Callback(Arc::new(move |_| {
-                let v = libc::sigval {
-                    sival_ptr: value as *mut c_void,
-                };
-                // SAFETY: the caller of timer_create promised a function
-                // taking a `union sigval`, callable from any thread.
-                unsafe { f(v) }
-            }))
+            let thread = unsafe { ev.un.thread };
+            let f = thread.function.ok_or(libc::EINVAL)?;
+            // SAFETY: the caller of timer_create promised that the
+            // attributes, if any, are initialized; they are copied here.
+            let spawner = unsafe { Spawner::new(thread.attributes.cast_const().cast()) }?;
+            Notify::Callback(Arc::new(move |_| spawner.notify(f, value)))
         }
         UTIMER_SIGEV_FD => Notify::Fd,
         _ => return Err(libc::EINVAL),
@@ -90,9 +88,10 @@ fn clock_of(clock: libc::clockid_t) -> Result<ClockId, Errno> {
 /// Creates a POSIX timer on `clock` (`CLOCK_MONOTONIC`, `CLOCK_BOOTTIME` or
 /// `CLOCK_REALTIME`) notifying as `sevp` says, and stores its ID in
 /// `*timerid`: the kernel's `timer_create()`. `sevp`: `SIGEV_NONE`,
-/// `SIGEV_SIGNAL`, `SIGEV_THREAD` (the function runs on a utimer worker
-/// with `sigev_value`; `sigev_notify_attributes` is ignored: no thread is
-/// created), `SIGEV_THREAD_ID`, `UTIMER_SIGEV_FD`, or NULL for
+/// `SIGEV_SIGNAL`, `SIGEV_THREAD` (as glibc: each expiry's function runs
+/// on a new detached thread made with a copy of `sigev_notify_attributes`
+/// and the creating thread's signal mask, so a slow function never delays
+/// another timer), `SIGEV_THREAD_ID`, `UTIMER_SIGEV_FD`, or NULL for
 /// `SIGEV_SIGNAL` with `SIGALRM` and the timer's ID as `sival_int` (POSIX).
 ///
 /// Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, unknown clock or

@@ -122,6 +122,65 @@ static void sigev_thread(utimer_t *u) {
     CHECK(utimer_timer_delete(u, id) == 0);
 }
 
+/* SIGEV_THREAD as glibc: each notification on a thread of its own, made
+   with the timer's attributes, so a slow function on one timer does not
+   hold back another timer of the same (single) worker. */
+static atomic_int slow_in, slow_done, fast_calls, fast_during_slow, fast_bad_attr;
+
+static void on_slow(union sigval v) {
+    (void)v;
+    atomic_store(&slow_in, 1);
+    int before = atomic_load(&fast_calls);
+    sleep_ms(300);
+    atomic_store(&fast_during_slow, atomic_load(&fast_calls) - before);
+    atomic_store(&slow_done, 1);
+}
+
+static void on_fast(union sigval v) {
+    (void)v;
+    pthread_attr_t a;
+    size_t stack = 0;
+    int detached = 0;
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        pthread_attr_getstacksize(&a, &stack);
+        pthread_attr_getdetachstate(&a, &detached);
+        pthread_attr_destroy(&a);
+    }
+    if (stack < (size_t)4 << 20 || detached != PTHREAD_CREATE_DETACHED) atomic_fetch_add(&fast_bad_attr, 1);
+    atomic_fetch_add(&fast_calls, 1);
+}
+
+static void sigev_thread_off_the_workers(void) {
+    utimer_t *u = utimer_open(1);
+    CHECK(u != NULL);
+    pthread_attr_t attr;
+    CHECK(pthread_attr_init(&attr) == 0);
+    CHECK(pthread_attr_setstacksize(&attr, (size_t)4 << 20) == 0);
+    struct sigevent slow = {0}, fast = {0};
+    slow.sigev_notify = SIGEV_THREAD;
+    slow.sigev_notify_function = on_slow;
+    fast.sigev_notify = SIGEV_THREAD;
+    fast.sigev_notify_function = on_fast;
+    fast.sigev_notify_attributes = &attr;
+    int a, b;
+    CHECK(utimer_timer_create(u, CLOCK_MONOTONIC, &slow, &a) == 0);
+    CHECK(utimer_timer_create(u, CLOCK_MONOTONIC, &fast, &b) == 0);
+    /* The attributes were copied: the caller may destroy them now. */
+    CHECK(pthread_attr_destroy(&attr) == 0);
+    struct itimerspec once = spec(1000000L, 0), every = spec(10000000L, 10000000L);
+    CHECK(utimer_timer_settime(u, b, 0, &every, NULL) == 0);
+    CHECK(utimer_timer_settime(u, a, 0, &once, NULL) == 0);
+    for (int i = 0; i < 400 && !atomic_load(&slow_done); i++) sleep_ms(5);
+    CHECK(atomic_load(&slow_done) == 1);
+    /* 30 periods while the slow function sleeps; on one worker running it
+       inline there were none. */
+    CHECK(atomic_load(&fast_during_slow) >= 5);
+    CHECK(atomic_load(&fast_bad_attr) == 0);
+    CHECK(utimer_timer_delete(u, a) == 0);
+    CHECK(utimer_timer_delete(u, b) == 0);
+    utimer_close(u);
+}
+
 static void sigev_fd(utimer_t *u) {
     struct sigevent ev = {0};
     ev.sigev_notify = UTIMER_SIGEV_FD;
@@ -182,6 +241,7 @@ int main(void) {
     bad_input(u);
     sigev_none(u);
     sigev_thread(u);
+    sigev_thread_off_the_workers();
     sigev_fd(u);
     default_sigevent(u);
     abstime(u);
