@@ -442,7 +442,9 @@ fn real_signal_with_si_value() {
     sys.posix()
         .timer_settime(id, false, ItimerSpec::once(5 * MS))
         .unwrap();
-    // SAFETY: sigtimedwait writes a siginfo_t we own; the set is valid.
+    let seen;
+    // SAFETY: sigtimedwait writes a siginfo_t we own; the set is valid; the
+    // words read lie inside its 128 bytes.
     let (got, value) = unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
@@ -453,10 +455,22 @@ fn real_signal_with_si_value() {
             tv_nsec: 0,
         };
         let got = libc::sigtimedwait(&set, &mut info, &timeout);
+        // The kernel's SI_TIMER layout: si_timerid and si_overrun are the
+        // two ints after the 16-byte header (`_sifields._timer`).
+        let words = (&info as *const libc::siginfo_t).cast::<i32>();
+        seen = (info.si_code, *words.add(4), *words.add(5));
         (got, info.si_value().sival_ptr as usize)
     };
     assert_eq!(got, signo);
     assert_eq!(value, 0xfeed);
+    // As the kernel fills a timer's signal: SI_TIMER, the timer's ID, and
+    // its overrun (none for a one-shot timer).
+    const SI_TIMER: i32 = -2;
+    assert_eq!(
+        seen,
+        (SI_TIMER, id.raw(), 0),
+        "(si_code, si_timerid, si_overrun)"
+    );
     assert!(start.elapsed() >= 5 * MS, "early");
     sys.posix().timer_delete(id).unwrap();
 }

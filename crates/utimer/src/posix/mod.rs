@@ -31,7 +31,7 @@
 //!   disarmed); of an expired one-shot timer, 0.
 //!
 //! Notifications are in `notify.rs`, with the differences from the kernel
-//! that user space imposes (signals are `SI_QUEUE`).
+//! that user space imposes (a timer cannot take back a signal it queued).
 //!
 //! # ID lookup without a shared lock
 //!

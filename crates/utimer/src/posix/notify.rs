@@ -10,10 +10,12 @@
 //!
 //! # Differences from the kernel
 //!
-//! * Signals are queued with `rt_sigqueueinfo`/`rt_tgsigqueueinfo`, so
-//!   `si_code` is `SI_QUEUE`, not `SI_TIMER` (user space may not forge
-//!   timer signals), and `si_overrun` is not filled in: read the overrun
-//!   with `timer_getoverrun`. A `SIGEV_SIGNAL` timer whose previous signal
+//! * Signals are queued with `rt_sigqueueinfo`/`rt_tgsigqueueinfo` filled
+//!   in as the kernel fills a timer's: `si_code` is `SI_TIMER` (a process
+//!   may queue any negative code but `SI_TKILL` to itself), with
+//!   `si_timerid`, `si_value` and `si_overrun`, the overrun latched when
+//!   the signal is queued (the kernel latches it when the signal is
+//!   delivered; `timer_getoverrun` answers the same). A `SIGEV_SIGNAL` timer whose previous signal
 //!   is still pending for the process does not queue another; the periods
 //!   that pass count as overruns and are latched when the next signal is
 //!   queued — the kernel's rule, observed at expiry time instead of at
@@ -163,22 +165,28 @@ pub(crate) fn raw(fd: &OwnedFd) -> RawFd {
     fd.as_raw_fd()
 }
 
-/// `siginfo_t` as `rt_sigqueueinfo` reads it for `SI_QUEUE` on Linux: the
-/// header, then the `_rt` member of the union (pid, uid, sigval), padded
-/// to the kernel's 128 bytes.
+/// `si_code` of a POSIX timer's signal (the kernel's `SI_TIMER`).
+pub(crate) const SI_TIMER: i32 = -2;
+
+/// `siginfo_t` of a timer's signal as the kernel lays it out for
+/// `SI_TIMER` on Linux: the header, then the `_timer` member of the union
+/// (`si_timerid`, `si_overrun`, `si_value`, and the kernel's private word,
+/// which stays 0), padded to the kernel's 128 bytes.
 #[repr(C)]
-struct QueueInfo {
+struct TimerInfo {
     signo: i32,
     errno: i32,
     code: i32,
     _pad: i32,
-    pid: i32,
-    uid: u32,
+    timerid: i32,
+    overrun: i32,
     value: usize,
-    _rest: [u64; 12],
+    sys_private: i32,
+    _pad2: i32,
+    _rest: [u64; 11],
 }
 
-const _: () = assert!(std::mem::size_of::<QueueInfo>() == 128);
+const _: () = assert!(std::mem::size_of::<TimerInfo>() == 128);
 
 /// Whether `signo` is pending for the process (or this thread).
 pub(crate) fn signal_pending(signo: i32) -> bool {
@@ -190,37 +198,49 @@ pub(crate) fn signal_pending(signo: i32) -> bool {
     }
 }
 
-/// Queues `signo` with `value` to the process or to one of its threads.
-pub(crate) fn send_signal(signo: i32, value: usize, thread: Option<i32>) {
-    // SAFETY: getpid and getuid have no preconditions.
-    let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
-    let info = QueueInfo {
+/// Queues timer `timerid`'s signal `signo` to the process or to one of its
+/// threads, as the kernel's `posix_timer_queue_signal()` fills it:
+/// `si_code = SI_TIMER`, `si_timerid`, `si_overrun` and `si_value`.
+pub(crate) fn send_signal(
+    signo: i32,
+    value: usize,
+    thread: Option<i32>,
+    timerid: i32,
+    overrun: i32,
+) {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    let info = TimerInfo {
         signo,
         errno: 0,
-        code: libc::SI_QUEUE,
+        code: SI_TIMER,
         _pad: 0,
-        pid,
-        uid,
+        timerid,
+        overrun,
         value,
-        _rest: [0; 12],
+        sys_private: 0,
+        _pad2: 0,
+        _rest: [0; 11],
     };
     // SAFETY: the kernel reads a 128-byte siginfo from a live struct laid
-    // out as it expects for SI_QUEUE; signalling our own process with any
-    // si_code is allowed. A failure (the thread exited) drops the signal.
+    // out as it expects for SI_TIMER. A process may queue a signal with any
+    // negative si_code but SI_TKILL to itself (`rt_sigqueueinfo(2)`); a zero
+    // private word keeps the kernel from taking it for one of its own
+    // timers' signals. A failure (the thread exited) drops the signal.
     unsafe {
         match thread {
             None => libc::syscall(
                 libc::SYS_rt_sigqueueinfo,
                 pid,
                 signo,
-                &info as *const QueueInfo,
+                &info as *const TimerInfo,
             ),
             Some(tid) => libc::syscall(
                 libc::SYS_rt_tgsigqueueinfo,
                 pid,
                 tid,
                 signo,
-                &info as *const QueueInfo,
+                &info as *const TimerInfo,
             ),
         };
     }

@@ -312,7 +312,7 @@ fn on_fire(weak: &Weak<Inner>, fire: &mut HrFire) -> HrRestart {
             } else {
                 st.overrun_last = clamp((n - 1).saturating_add(st.carry));
                 st.carry = 0;
-                notify::send_signal(*signo, *value, *thread);
+                notify::send_signal(*signo, *value, *thread, inner.id, st.overrun_last);
             }
         }
         Notify::Callback(f) => {
