@@ -1,5 +1,5 @@
 //! The `async` group: utimer-async's [`Sleep`](utimer_async::Sleep) against
-//! the sleeps of the other async timer crates, in the same run (issue 9):
+//! the sleeps of the other async timer crates, in the same run:
 //!
 //! * **utimer-async** `Sleep`: an intrusive hrtimer sleeper (inside the
 //!   future) of the process-wide default utimer runtime (one worker

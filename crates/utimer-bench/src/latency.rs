@@ -1,4 +1,4 @@
-//! Wake-up latency and idleness of the runtime (issue 3).
+//! Wake-up latency and idleness of the runtime.
 //!
 //! **Latency**: from a timer's deadline to the start of its callback, on an
 //! idle [`utimer::Runtime`], for timeouts from 1 ms to 1 s. The samples of
