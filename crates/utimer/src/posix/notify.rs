@@ -13,15 +13,21 @@
 //! * Signals are queued with `rt_sigqueueinfo`/`rt_tgsigqueueinfo` filled
 //!   in as the kernel fills a timer's: `si_code` is `SI_TIMER` (a process
 //!   may queue any negative code but `SI_TKILL` to itself), with
-//!   `si_timerid`, `si_value` and `si_overrun`, the overrun latched when
-//!   the signal is queued (the kernel latches it when the signal is
-//!   delivered; `timer_getoverrun` answers the same). A `SIGEV_SIGNAL` timer whose previous signal
-//!   is still pending for the process does not queue another; the periods
-//!   that pass count as overruns and are latched when the next signal is
-//!   queued — the kernel's rule, observed at expiry time instead of at
-//!   delivery. For `SIGEV_THREAD_ID` the target thread's pending set is
-//!   not visible, so every expiry queues a signal (a real-time signal
-//!   queues each; a standard one merges).
+//!   `si_timerid`, `si_value` and `si_overrun`. `si_overrun` is latched
+//!   when the signal is queued: the periods the worker missed before it
+//!   (the kernel latches it at delivery, a queued signal cannot be changed).
+//! * A `SIGEV_SIGNAL` timer whose signal is still pending for the process
+//!   queues no other (at most one pending signal per timer); the periods
+//!   that pass meanwhile are its overruns, as the kernel counts them until
+//!   delivery. `timer_getoverrun` reports them once the signal is no longer
+//!   pending (accepted), the question a handler or a `sigwaitinfo` caller
+//!   asks; a timer's next signal starts from zero. Pending is seen
+//!   through the process's pending set, so another source's pending signal
+//!   of the same number (another timer's, a `sigqueue`) holds this timer's
+//!   back too, and the timer polls at every period while its signal waits
+//!   where the kernel re-arms it at delivery. For `SIGEV_THREAD_ID` the
+//!   target thread's pending set is not visible, so every expiry queues a
+//!   signal (a real-time signal queues each; a standard one merges).
 //! * A signal already queued when the timer is re-armed or deleted is still
 //!   delivered: user space cannot take a queued signal back (the kernel
 //!   drops it through `it_signal_seq`). Callback and fd notifications have

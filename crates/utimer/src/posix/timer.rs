@@ -170,10 +170,29 @@ impl Inner {
     }
 
     /// `timer_getoverrun()`.
+    ///
+    /// The kernel counts a signal's overruns until the signal is accepted.
+    /// The periods that pass while a process-directed signal of the timer
+    /// is pending are carried (`carry`); once that signal is no longer
+    /// pending, it has been accepted, and those periods are its overruns:
+    /// latched here, so that the handler or the `sigwaitinfo` caller that
+    /// asks reads them, as from the kernel.
     pub(crate) fn getoverrun(&self) -> Result<i32, TimerError> {
-        let st = self.lock();
+        let mut st = self.lock();
         if st.deleted {
             return Err(TimerError::NoSuchTimer);
+        }
+        if let Notify::Signal {
+            signo,
+            thread: None,
+            ..
+        } = &self.notify
+        {
+            if st.carry > 0 && !notify::signal_pending(*signo) {
+                let last = u64::try_from(st.overrun_last).unwrap_or(0);
+                st.overrun_last = clamp(last.saturating_add(st.carry));
+                st.carry = 0;
+            }
         }
         Ok(st.overrun_last)
     }

@@ -1,0 +1,130 @@
+//! A process-directed timer signal's overruns, as the kernel counts them:
+//! the periods that pass while the signal is pending (blocked in every
+//! thread) are the overruns of that signal, which `timer_getoverrun`
+//! reports once the signal is accepted (the case of LTP's
+//! `timer_getoverrun/2-*`); the next signal starts from zero.
+//!
+//! A process-directed signal stays pending only while every thread blocks
+//! it, which a test binary's other threads do not: the test runs this
+//! binary again, for this test alone, as a child whose every thread
+//! blocks the signal (the mask is set between fork and exec, and each
+//! thread inherits it).
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use utimer::{ClockId, ItimerSpec, Notify, Runtime};
+
+const CHILD: &str = "UTIMER_POSIX_OVERRUN_CHILD";
+const TEST: &str = "overruns_count_until_the_signal_is_accepted";
+/// `SIGURG`: ignored by default, so a stray one harms nothing.
+const SIGNO: i32 = libc::SIGURG;
+const SI_TIMER: i32 = -2;
+const PERIOD: Duration = Duration::from_millis(20);
+
+fn set_of(signo: i32) -> libc::sigset_t {
+    // SAFETY: a zeroed sigset_t is valid storage; sigemptyset and
+    // sigaddset write it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signo);
+        set
+    }
+}
+
+/// Accepts the pending signal: (si_code, si_overrun).
+fn accept() -> (i32, i32) {
+    let set = set_of(SIGNO);
+    // SAFETY: sigtimedwait writes a siginfo_t we own; si_overrun is the
+    // second int after the 16-byte header (the kernel's `_timer` member).
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let timeout = libc::timespec {
+            tv_sec: 10,
+            tv_nsec: 0,
+        };
+        let got = libc::sigtimedwait(&set, &mut info, &timeout);
+        assert_eq!(got, SIGNO, "no signal");
+        let words = (&info as *const libc::siginfo_t).cast::<i32>();
+        (info.si_code, *words.add(5))
+    }
+}
+
+fn child() {
+    let rt = Runtime::new(1).unwrap();
+    let posix = rt.system().posix();
+    let notify = Notify::Signal {
+        signo: SIGNO,
+        value: 7,
+        thread: None,
+    };
+    let id = posix.timer_create(ClockId::Monotonic, notify).unwrap();
+    let armed = Instant::now();
+    posix
+        .timer_settime(id, false, ItimerSpec::periodic(PERIOD, PERIOD))
+        .unwrap();
+    // Five periods pass while the first signal waits: four overruns.
+    std::thread::sleep(PERIOD * 5 + PERIOD / 2);
+    assert_eq!(posix.timer_getoverrun(id).unwrap(), 0, "not accepted yet");
+    // On a loaded machine the worker may lag: wait until it has processed
+    // every expiry so far (the next one is then ahead; a passed but
+    // unprocessed one reads as 1 ns).
+    while posix.timer_gettime(id).unwrap().value <= Duration::from_micros(1) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let expirations = || (armed.elapsed().as_nanos() / PERIOD.as_nanos()) as i32;
+    let before = expirations();
+    let (code, si_overrun) = accept();
+    assert_eq!(code, SI_TIMER);
+    // The signal was queued at the first expiry, with no overrun then.
+    assert_eq!(si_overrun, 0);
+    let overruns = posix.timer_getoverrun(id).unwrap();
+    let after = expirations();
+    // The first signal and its overruns are every expiration so far.
+    assert!(
+        (before - 1..=after - 1).contains(&overruns),
+        "{overruns} overruns after {before}..{after} expirations"
+    );
+    // The next signal starts from zero: its overruns are at most the
+    // periods since the first was accepted (not the first one's again).
+    let accepted = Instant::now();
+    let (code, si_overrun) = accept();
+    assert_eq!(code, SI_TIMER);
+    let since = (accepted.elapsed().as_nanos() / PERIOD.as_nanos()) as i32;
+    assert!(
+        si_overrun <= since + 1,
+        "next signal: {si_overrun} overruns, {since} periods after the first"
+    );
+    posix.timer_delete(id).unwrap();
+    rt.shutdown();
+    println!("child_ok");
+}
+
+#[test]
+fn overruns_count_until_the_signal_is_accepted() {
+    if std::env::var_os(CHILD).is_some() {
+        child();
+        return;
+    }
+    let set = set_of(SIGNO);
+    let mut child = Command::new(std::env::current_exe().unwrap());
+    child
+        .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1");
+    // SAFETY: pthread_sigmask is async-signal-safe, and `set` is a copy
+    // owned by the closure.
+    unsafe {
+        child.pre_exec(move || {
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    let out = child.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("child_ok"),
+        "child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
