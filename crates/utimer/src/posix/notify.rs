@@ -21,10 +21,14 @@
 //!   that pass meanwhile are its overruns, as the kernel counts them until
 //!   delivery. `timer_getoverrun` reports them once the signal is no longer
 //!   pending (accepted), the question a handler or a `sigwaitinfo` caller
-//!   asks; a timer's next signal starts from zero. Pending is seen
-//!   through the process's pending set, so another source's pending signal
-//!   of the same number (another timer's, a `sigqueue`) holds this timer's
-//!   back too, and the timer polls at every period while its signal waits
+//!   asks; a timer's next signal starts from zero. Timers that share a
+//!   signal number each queue their own, and another source's pending
+//!   signal of that number does not hold a timer's first one back. Where
+//!   user space falls short: whether the timer's own signal is still
+//!   pending is seen through the process's pending set, so once it has
+//!   been accepted, another source's pending signal of the same number
+//!   holds the timer's next one back (its periods are counted as
+//!   overruns); and the timer polls at every period while its signal waits,
 //!   where the kernel re-arms it at delivery. For `SIGEV_THREAD_ID` the
 //!   target thread's pending set is not visible, so every expiry queues a
 //!   signal (a real-time signal queues each; a standard one merges).

@@ -58,6 +58,10 @@ struct State {
     /// Periods that passed while a notification was pending, reported
     /// with the next one.
     carry: u64,
+    /// A process-directed signal of this timer was queued and may still be
+    /// pending: only then does a pending signal of its number hold the
+    /// next one back (another source's pending signal does not).
+    sig_queued: bool,
     /// Bumped by every settime and delete: a callback that returns after
     /// one does not rearm the old setting.
     seq: u64,
@@ -104,6 +108,7 @@ impl Inner {
                     interval: 0,
                     overrun_last: 0,
                     carry: 0,
+                    sig_queued: false,
                     seq: 0,
                     fd,
                 }),
@@ -326,11 +331,12 @@ fn on_fire(weak: &Weak<Inner>, fire: &mut HrFire) -> HrRestart {
             value,
             thread,
         } => {
-            if thread.is_none() && notify::signal_pending(*signo) {
+            if thread.is_none() && st.sig_queued && notify::signal_pending(*signo) {
                 st.carry = st.carry.saturating_add(n);
             } else {
                 st.overrun_last = clamp((n - 1).saturating_add(st.carry));
                 st.carry = 0;
+                st.sig_queued = thread.is_none();
                 notify::send_signal(*signo, *value, *thread, inner.id, st.overrun_last);
             }
         }

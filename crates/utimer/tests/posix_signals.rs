@@ -1,21 +1,22 @@
-//! A process-directed timer signal's overruns, as the kernel counts them:
-//! the periods that pass while the signal is pending (blocked in every
-//! thread) are the overruns of that signal, which `timer_getoverrun`
-//! reports once the signal is accepted (the case of LTP's
-//! `timer_getoverrun/2-*`); the next signal starts from zero.
+//! Process-directed timer signals, as the kernel queues and counts them,
+//! each scenario in a child process whose every thread blocks the signal
+//! (a process-directed signal stays pending only then, which a test
+//! binary's other threads do not allow; the test runs this binary again,
+//! for that test alone, with the mask set between fork and exec):
 //!
-//! A process-directed signal stays pending only while every thread blocks
-//! it, which a test binary's other threads do not: the test runs this
-//! binary again, for this test alone, as a child whose every thread
-//! blocks the signal (the mask is set between fork and exec, and each
-//! thread inherits it).
+//! * the periods that pass while a timer's signal is pending are that
+//!   signal's overruns, which `timer_getoverrun` reports once the signal is
+//!   accepted (the case of LTP's `timer_getoverrun/2-*`); the next signal
+//!   starts from zero;
+//! * timers that share a real-time signal each queue their own, and a
+//!   pending signal of the same number from elsewhere holds none back.
 
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use utimer::{ClockId, ItimerSpec, Notify, Runtime};
 
-const CHILD: &str = "UTIMER_POSIX_OVERRUN_CHILD";
+const CHILD: &str = "UTIMER_POSIX_SIGNALS_CHILD";
 const TEST: &str = "overruns_count_until_the_signal_is_accepted";
 /// `SIGURG`: ignored by default, so a stray one harms nothing.
 const SIGNO: i32 = libc::SIGURG;
@@ -101,16 +102,14 @@ fn child() {
     println!("child_ok");
 }
 
-#[test]
-fn overruns_count_until_the_signal_is_accepted() {
-    if std::env::var_os(CHILD).is_some() {
-        child();
-        return;
-    }
-    let set = set_of(SIGNO);
+/// Runs this binary again for test `name` alone, as a child whose every
+/// thread blocks `signo` (set between fork and exec, inherited by each
+/// thread), and checks that the child's scenario passed.
+fn run_child(name: &str, signo: i32) {
+    let set = set_of(signo);
     let mut child = Command::new(std::env::current_exe().unwrap());
     child
-        .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
         .env(CHILD, "1");
     // SAFETY: pthread_sigmask is async-signal-safe, and `set` is a copy
     // owned by the closure.
@@ -126,5 +125,93 @@ fn overruns_count_until_the_signal_is_accepted() {
         out.status.success() && stdout.contains("child_ok"),
         "child failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn overruns_count_until_the_signal_is_accepted() {
+    if std::env::var_os(CHILD).is_some() {
+        child();
+        return;
+    }
+    run_child(TEST, SIGNO);
+}
+
+/// Accepts a pending `signo`: (si_code, si_timerid).
+fn accept_timer(signo: i32) -> Option<(i32, i32)> {
+    let set = set_of(signo);
+    // SAFETY: as in `accept`; si_timerid is the first int after the header.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let timeout = libc::timespec {
+            tv_sec: 2,
+            tv_nsec: 0,
+        };
+        if libc::sigtimedwait(&set, &mut info, &timeout) != signo {
+            return None;
+        }
+        let words = (&info as *const libc::siginfo_t).cast::<i32>();
+        Some((info.si_code, *words.add(4)))
+    }
+}
+
+/// Timers that share a real-time signal each queue their own, as each
+/// kernel timer has its own queue entry; a pending signal of the same
+/// number from elsewhere (`sigqueue`) holds none of them back.
+fn shared_signal_child() {
+    let signo = libc::SIGRTMIN() + 5;
+    let rt = Runtime::new(1).unwrap();
+    let posix = rt.system().posix();
+    // Someone else's signal of the same number, pending first.
+    // SAFETY: sigqueue to our own process with a plain value.
+    let queued = unsafe {
+        libc::sigqueue(
+            libc::getpid(),
+            signo,
+            libc::sigval {
+                sival_ptr: std::ptr::null_mut(),
+            },
+        )
+    };
+    assert_eq!(queued, 0);
+    let notify = || Notify::Signal {
+        signo,
+        value: 1,
+        thread: None,
+    };
+    let a = posix.timer_create(ClockId::Monotonic, notify()).unwrap();
+    let b = posix.timer_create(ClockId::Monotonic, notify()).unwrap();
+    let once = ItimerSpec::once(Duration::from_millis(5));
+    posix.timer_settime(a, false, once).unwrap();
+    posix.timer_settime(b, false, once).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    let mut timers = Vec::new();
+    while let Some((code, id)) = accept_timer(signo) {
+        if code == SI_TIMER {
+            timers.push(id);
+        }
+        if timers.len() == 2 {
+            break;
+        }
+    }
+    timers.sort();
+    let mut want = vec![a.raw(), b.raw()];
+    want.sort();
+    assert_eq!(timers, want, "each one-shot timer's signal arrives");
+    posix.timer_delete(a).unwrap();
+    posix.timer_delete(b).unwrap();
+    rt.shutdown();
+    println!("child_ok");
+}
+
+#[test]
+fn timers_sharing_a_signal_each_deliver_theirs() {
+    if std::env::var_os(CHILD).is_some() {
+        shared_signal_child();
+        return;
+    }
+    run_child(
+        "timers_sharing_a_signal_each_deliver_theirs",
+        libc::SIGRTMIN() + 5,
     );
 }
