@@ -6,9 +6,9 @@
 //! 1. *Expiry unchanged*: the timer is pending and its expiry of record
 //!    equals the new one. This is the check the kernel had before 2016
 //!    (`timer->expires == expires`); it is a pure read and always correct.
-//! 2. *Same bucket* (the kernel since 2016): compute the bucket the new expiry would get
-//!    against the base clock; if it **fires at the same tick** as the bucket
-//!    the timer is in, nothing needs to change.
+//! 2. *Same bucket* (the kernel since 2016): compute the bucket the new
+//!    expiry would get against the base clock; if it **fires at the same
+//!    tick** as the bucket the timer is in, nothing needs to change.
 //!
 //! # Why utimer's same-bucket check writes nothing
 //!
