@@ -34,22 +34,41 @@ fn set_of(signo: i32) -> libc::sigset_t {
     }
 }
 
-/// Accepts the pending signal: (si_code, si_overrun).
-fn accept() -> (i32, i32) {
-    let set = set_of(SIGNO);
-    // SAFETY: sigtimedwait writes a siginfo_t we own; si_overrun is the
-    // second int after the 16-byte header (the kernel's `_timer` member).
+/// What a timer's signal says: the kernel's `_timer` member of
+/// `siginfo_t`.
+struct Accepted {
+    code: i32,
+    timerid: i32,
+    overrun: i32,
+}
+
+/// Accepts a pending `signo`, waiting up to `secs` seconds.
+fn accept_within(signo: i32, secs: i64) -> Option<Accepted> {
+    let set = set_of(signo);
+    // SAFETY: sigtimedwait writes a siginfo_t we own; si_timerid and
+    // si_overrun are the two ints after the 16-byte header.
     unsafe {
         let mut info: libc::siginfo_t = std::mem::zeroed();
         let timeout = libc::timespec {
-            tv_sec: 10,
+            tv_sec: secs,
             tv_nsec: 0,
         };
-        let got = libc::sigtimedwait(&set, &mut info, &timeout);
-        assert_eq!(got, SIGNO, "no signal");
+        if libc::sigtimedwait(&set, &mut info, &timeout) != signo {
+            return None;
+        }
         let words = (&info as *const libc::siginfo_t).cast::<i32>();
-        (info.si_code, *words.add(5))
+        Some(Accepted {
+            code: info.si_code,
+            timerid: *words.add(4),
+            overrun: *words.add(5),
+        })
     }
+}
+
+/// Accepts the pending `SIGNO`: (si_code, si_overrun).
+fn accept() -> (i32, i32) {
+    let a = accept_within(SIGNO, 10).expect("no signal");
+    (a.code, a.overrun)
 }
 
 fn child() {
@@ -137,24 +156,6 @@ fn overruns_count_until_the_signal_is_accepted() {
     run_child(TEST, SIGNO);
 }
 
-/// Accepts a pending `signo`: (si_code, si_timerid).
-fn accept_timer(signo: i32) -> Option<(i32, i32)> {
-    let set = set_of(signo);
-    // SAFETY: as in `accept`; si_timerid is the first int after the header.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let timeout = libc::timespec {
-            tv_sec: 2,
-            tv_nsec: 0,
-        };
-        if libc::sigtimedwait(&set, &mut info, &timeout) != signo {
-            return None;
-        }
-        let words = (&info as *const libc::siginfo_t).cast::<i32>();
-        Some((info.si_code, *words.add(4)))
-    }
-}
-
 /// Timers that share a real-time signal each queue their own, as each
 /// kernel timer has its own queue entry; a pending signal of the same
 /// number from elsewhere (`sigqueue`) holds none of them back.
@@ -186,9 +187,9 @@ fn shared_signal_child() {
     posix.timer_settime(b, false, once).unwrap();
     std::thread::sleep(Duration::from_millis(30));
     let mut timers = Vec::new();
-    while let Some((code, id)) = accept_timer(signo) {
-        if code == SI_TIMER {
-            timers.push(id);
+    while let Some(a) = accept_within(signo, 2) {
+        if a.code == SI_TIMER {
+            timers.push(a.timerid);
         }
         if timers.len() == 2 {
             break;
