@@ -176,7 +176,7 @@ pub(crate) fn raw(fd: &OwnedFd) -> RawFd {
 }
 
 /// `si_code` of a POSIX timer's signal (the kernel's `SI_TIMER`).
-pub(crate) const SI_TIMER: i32 = -2;
+const SI_TIMER: i32 = -2;
 
 /// `siginfo_t` of a timer's signal as the kernel lays it out for
 /// `SI_TIMER` on Linux: the header, then the `_timer` member of the union
