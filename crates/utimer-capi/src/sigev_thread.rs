@@ -66,21 +66,16 @@ impl Spawner {
     /// # Safety
     /// `from` is NULL or points to initialized `pthread_attr_t`.
     pub(crate) unsafe fn new(from: *const libc::pthread_attr_t) -> Result<Spawner, Errno> {
-        let mut attr = Box::new(MaybeUninit::<libc::pthread_attr_t>::uninit());
+        // SAFETY: both are plain C data, for which all zeroes is valid
+        // storage; pthread_attr_init and pthread_sigmask fill them below.
+        let (mut attr, mut mask): (Box<libc::pthread_attr_t>, libc::sigset_t) =
+            unsafe { (Box::new(std::mem::zeroed()), std::mem::zeroed()) };
         // SAFETY: initializes the attributes in place.
-        check(unsafe { libc::pthread_attr_init(attr.as_mut_ptr()) })?;
-        // SAFETY: initialized just above; `Box<MaybeUninit<T>>` and
-        // `Box<T>` have the same layout.
-        let attr: Box<libc::pthread_attr_t> = unsafe { Box::from_raw(Box::into_raw(attr).cast()) };
-        let mut mask = MaybeUninit::<libc::sigset_t>::uninit();
-        // SAFETY: reads this thread's mask into a live buffer.
-        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), mask.as_mut_ptr()) };
-        let mut s = Spawner {
-            attr,
-            // SAFETY: written by pthread_sigmask, which cannot fail with a
-            // NULL set.
-            mask: unsafe { mask.assume_init() },
-        };
+        check(unsafe { libc::pthread_attr_init(&mut *attr) })?;
+        // SAFETY: reads this thread's mask into a live set (with a NULL new
+        // set it cannot fail).
+        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask) };
+        let mut s = Spawner { attr, mask };
         if !from.is_null() {
             // SAFETY: the caller's promise for `from`; `s.attr` is ours.
             unsafe { s.copy_from(from) }?;
