@@ -268,3 +268,44 @@ pub unsafe extern "C" fn utimer_timer_fd(u: *mut utimer_t, timerid: c_int) -> c_
             .map_err(errno)
     })
 }
+
+/// Reports that the program accepted signal `*info` (a handler got it, or
+/// `sigwaitinfo` returned it), so that a signal of one of `u`'s timers
+/// follows the kernel (`posixtimer_deliver_signal()`): its `si_overrun`
+/// becomes every expiry since the one that queued it, up to now, and the
+/// timer runs on; a signal queued before the timer was re-armed or
+/// deleted is stale, and the kernel drops it.
+///
+/// Returns 1: deliver `*info` (its `si_overrun` updated); 0: stale, drop
+/// it; -1 with `errno = EINVAL`: not a signal of `u`'s timers (NULL `u` or
+/// `info` too), deliver it unchanged.
+///
+/// # Safety
+/// `u` is NULL or live; `info` is NULL or a writable `siginfo_t`.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_timer_signal_accepted(
+    u: *mut utimer_t,
+    info: *mut libc::siginfo_t,
+) -> c_int {
+    guard(-1, || {
+        // SAFETY: the caller's promise.
+        let u = unsafe { handle(u) }?;
+        // SAFETY: the caller's promise: NULL or a writable siginfo_t.
+        let info = unsafe { info.as_mut() }.ok_or(libc::EINVAL)?;
+        match u.sys.posix().signal_accepted(info) {
+            Some(deliver) => Ok(c_int::from(deliver)),
+            None => Err(libc::EINVAL),
+        }
+    })
+}
+
+/// Says whether the program reports every acceptance of signal `signo`
+/// with `utimer_timer_signal_accepted()` (`reported` non-zero): a
+/// `SIGEV_THREAD_ID` timer, whose target thread's pending signals cannot
+/// be seen from user space, then queues its next signal only once the last
+/// one was accepted, as the kernel's does. Process-wide; other signal
+/// numbers are ignored.
+#[no_mangle]
+pub extern "C" fn utimer_report_acceptance(signo: c_int, reported: c_int) {
+    utimer::posix::report_acceptance(signo, reported != 0);
+}

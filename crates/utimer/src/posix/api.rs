@@ -89,6 +89,36 @@ impl PosixTimers<'_> {
         clock: ClockId,
         notify: impl FnOnce(TimerId) -> Notify,
     ) -> Result<TimerId, TimerError> {
+        self.create(clock, notify, None)
+    }
+
+    /// A timer whose expiries add to the count of `fd`, an `eventfd` the
+    /// caller opened: a `timerfd` made in user space, as the kernel's
+    /// `timerfd_create()` (the clocks of [`ClockId`]). The timer owns `fd`
+    /// and closes it at [`timer_delete`](Self::timer_delete); a program
+    /// reads a duplicate of it, which may be blocking. Expirations add to
+    /// the count as a timerfd's do (a late periodic expiry adds every
+    /// period it covers), and [`timer_settime`](Self::timer_settime) resets
+    /// it, as `timerfd_settime()` does.
+    ///
+    /// # Errors
+    /// [`TimerError::NoSpace`] when the ID space is full.
+    pub fn timerfd_create(
+        &self,
+        clock: ClockId,
+        fd: std::os::fd::OwnedFd,
+    ) -> Result<TimerId, TimerError> {
+        self.create(clock, |_| Notify::Fd, Some(fd))
+    }
+
+    /// `timer_create` and `timerfd_create`: the ID, then the timer.
+    fn create(
+        &self,
+        clock: ClockId,
+        notify: impl FnOnce(TimerId) -> Notify,
+        fd: Option<std::os::fd::OwnedFd>,
+    ) -> Result<TimerId, TimerError> {
+        let mut fd = fd;
         let core = self.sys.core();
         let worker = core.bases.route(core.bases.current_worker());
         let owner = Registry::of(self.sys).owner;
@@ -98,7 +128,7 @@ impl PosixTimers<'_> {
                 let notify = notify(TimerId(id));
                 let inner = match notify
                     .check()
-                    .and_then(|()| Inner::new(self.sys.env(), worker, id, clock, notify))
+                    .and_then(|()| Inner::new(self.sys.env(), worker, id, clock, notify, fd.take()))
                 {
                     Ok(inner) => inner,
                     Err(e) => {
@@ -107,7 +137,7 @@ impl PosixTimers<'_> {
                         // never issued); unlinked below.
                         return PosixTimer {
                             owner: 0,
-                            inner: Inner::new(self.sys.env(), worker, id, clock, Notify::None)
+                            inner: Inner::new(self.sys.env(), worker, id, clock, Notify::None, None)
                                 .expect("SIGEV_NONE needs no resources"),
                         };
                     }
@@ -179,6 +209,37 @@ impl PosixTimers<'_> {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&id.0);
         Ok(())
+    }
+
+    /// Reports that the program accepted the signal `info` (a handler got
+    /// it, or `sigwaitinfo` returned it): the kernel's
+    /// `posixtimer_deliver_signal()`, for a library that sees the
+    /// program's signals (the drop-in library's handler trampoline and
+    /// `sigwaitinfo` wrapper). For a signal of one of this system's timers:
+    ///
+    /// * `Some(true)`: deliver it. Its `si_overrun` is set to the kernel's
+    ///   count: every expiry since the one that queued it, up to now; the
+    ///   timer runs on and its next signal may queue.
+    /// * `Some(false)`: drop it. The timer was re-armed or deleted after the
+    ///   signal was queued, and the kernel drops such a stale signal.
+    ///
+    /// `None`: not a signal of this system's timers; deliver it unchanged.
+    pub fn signal_accepted(&self, info: &mut libc::siginfo_t) -> Option<bool> {
+        let (id, tag, queued) = super::notify::utimer_signal(info)?;
+        let owner = Registry::of(self.sys).owner;
+        let seen = TABLE.with(id, |t: &PosixTimer| {
+            (t.owner == owner).then(|| t.inner.signal_accepted(tag, queued))
+        });
+        match seen {
+            // No such timer any more: deleted since it was queued.
+            None => Some(false),
+            Some(None) => None,
+            Some(Some(None)) => Some(false),
+            Some(Some(Some(overrun))) => {
+                super::notify::set_overrun(info, overrun);
+                Some(true)
+            }
+        }
     }
 
     /// The file descriptor of a [`Notify::Fd`] timer: readable once it

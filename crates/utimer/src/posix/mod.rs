@@ -63,7 +63,7 @@ mod timer;
 #[cfg(not(loom))]
 pub use api::PosixTimers;
 #[cfg(not(loom))]
-pub use notify::{Notify, NotifyFn};
+pub use notify::{report_acceptance, signal_ignored, Notify, NotifyFn};
 
 use crate::TimerError;
 use std::time::Duration;

@@ -160,13 +160,35 @@ pub(crate) fn fd_add(fd: &OwnedFd, n: u64) {
     }
 }
 
-/// Resets the fd's count (settime, as `timerfd_settime`).
+/// Resets the fd's count (settime, as `timerfd_settime`). The fd may be a
+/// duplicate of a blocking eventfd that a program reads (a timerfd of the
+/// drop-in library): a read of a zero count would then block, so a blocking
+/// one is read only when it is readable, and non-blocking for that one read.
 pub(crate) fn fd_drain(fd: &OwnedFd) {
+    let fd = fd.as_raw_fd();
     let mut buf = [0u8; 8];
-    // SAFETY: reads at most 8 bytes into a live buffer from a non-blocking
-    // fd we own.
+    // SAFETY: fcntl and poll take an fd we own and a live pollfd; read
+    // writes at most 8 bytes into a live buffer, from a descriptor made
+    // non-blocking first.
     unsafe {
-        libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), 8);
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 {
+            return;
+        }
+        if flags & libc::O_NONBLOCK != 0 {
+            libc::read(fd, buf.as_mut_ptr().cast(), 8);
+            return;
+        }
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        if libc::poll(&mut pfd, 1, 0) == 1 && pfd.revents & libc::POLLIN != 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+            libc::read(fd, buf.as_mut_ptr().cast(), 8);
+            libc::fcntl(fd, libc::F_SETFL, flags);
+        }
     }
 }
 
@@ -192,11 +214,94 @@ struct TimerInfo {
     overrun: i32,
     value: usize,
     sys_private: i32,
-    _pad2: i32,
-    _rest: [u64; 11],
+    /// [`UTIMER_SIGNAL`]: a utimer timer's signal.
+    tag: i32,
+    /// The timer's setting when it was queued (`signal_accepted` drops a
+    /// stale one). Still inside the kernel's 48-byte `kernel_siginfo`, so
+    /// the kernel keeps it from `rt_sigqueueinfo` to delivery.
+    seq: u64,
+    _rest: [u64; 10],
 }
 
+/// Tag of a utimer timer's signal (`"utmr"`), at byte 36 of its
+/// `siginfo_t`, after `si_sys_private`.
+pub(crate) const UTIMER_SIGNAL: i32 = 0x7574_6d72;
+
 const _: () = assert!(std::mem::size_of::<TimerInfo>() == 128);
+
+/// Signals whose acceptance the program's hooks report (bit `signo`).
+static REPORTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Says whether every acceptance of signal `signo` will be reported with
+/// [`signal_accepted`](crate::PosixTimers::signal_accepted) (by a handler
+/// and `sigwaitinfo` wrapper, as the drop-in library installs): then a
+/// `SIGEV_THREAD_ID` timer, whose target's pending set cannot be seen,
+/// waits for that report before it queues its next signal, as the kernel's
+/// does. Process-wide; signals outside `1..=64` are ignored.
+pub fn report_acceptance(signo: i32, reported: bool) {
+    if let Some(bit) = u32::try_from(signo).ok().filter(|s| (1..=64).contains(s)) {
+        let mask = 1u64 << (bit - 1);
+        if reported {
+            REPORTED.fetch_or(mask, std::sync::atomic::Ordering::AcqRel);
+        } else {
+            REPORTED.fetch_and(!mask, std::sync::atomic::Ordering::AcqRel);
+        }
+    }
+}
+
+/// Signals the program ignores (bit `signo`).
+static IGNORED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Says whether the program ignores signal `signo` (`SIG_IGN`, or a
+/// default action that ignores it), for a library that sees its
+/// `sigaction` calls (the drop-in library): while it does, a timer of that
+/// signal queues nothing (the kernel would discard it) and counts its
+/// expirations, which become the overrun of the signal it queues once the
+/// program handles the signal again, as the kernel's timers park and
+/// resume (`posixtimer_sig_ignore()`, `posixtimer_sig_unignore()`).
+/// Process-wide; signals outside `1..=64` are ignored.
+pub fn signal_ignored(signo: i32, ignored: bool) {
+    if let Some(bit) = u32::try_from(signo).ok().filter(|s| (1..=64).contains(s)) {
+        let mask = 1u64 << (bit - 1);
+        if ignored {
+            IGNORED.fetch_or(mask, std::sync::atomic::Ordering::AcqRel);
+        } else {
+            IGNORED.fetch_and(!mask, std::sync::atomic::Ordering::AcqRel);
+        }
+    }
+}
+
+/// Whether the program ignores `signo`.
+pub(crate) fn ignored(signo: i32) -> bool {
+    u32::try_from(signo)
+        .ok()
+        .filter(|s| (1..=64).contains(s))
+        .is_some_and(|s| IGNORED.load(std::sync::atomic::Ordering::Acquire) & (1 << (s - 1)) != 0)
+}
+
+/// Whether acceptance of `signo` is reported.
+pub(crate) fn acceptance_reported(signo: i32) -> bool {
+    u32::try_from(signo)
+        .ok()
+        .filter(|s| (1..=64).contains(s))
+        .is_some_and(|s| REPORTED.load(std::sync::atomic::Ordering::Acquire) & (1 << (s - 1)) != 0)
+}
+
+/// The timer ID, tag (setting and number) and queued overrun of a utimer
+/// timer's signal, from its `siginfo_t`; `None` for any other signal.
+pub(crate) fn utimer_signal(info: &libc::siginfo_t) -> Option<(i32, u64, i32)> {
+    // SAFETY: `TimerInfo` is the kernel's 128-byte siginfo_t layout for
+    // SI_TIMER; every bit pattern of its integers is valid.
+    let t = unsafe { &*(info as *const libc::siginfo_t).cast::<TimerInfo>() };
+    (t.code == SI_TIMER && t.tag == UTIMER_SIGNAL).then_some((t.timerid, t.seq, t.overrun))
+}
+
+/// Sets `si_overrun` of a timer's signal (the overrun as of its delivery).
+pub(crate) fn set_overrun(info: &mut libc::siginfo_t, overrun: i32) {
+    // SAFETY: as in `utimer_signal`.
+    let t = unsafe { &mut *(info as *mut libc::siginfo_t).cast::<TimerInfo>() };
+    t.overrun = overrun;
+}
 
 /// Whether `signo` is pending for the process (or this thread).
 pub(crate) fn signal_pending(signo: i32) -> bool {
@@ -217,6 +322,7 @@ pub(crate) fn send_signal(
     thread: Option<i32>,
     timerid: i32,
     overrun: i32,
+    seq: u64,
 ) {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
@@ -229,8 +335,9 @@ pub(crate) fn send_signal(
         overrun,
         value,
         sys_private: 0,
-        _pad2: 0,
-        _rest: [0; 11],
+        tag: UTIMER_SIGNAL,
+        seq,
+        _rest: [0; 10],
     };
     // SAFETY: the kernel reads a 128-byte siginfo from a live struct laid
     // out as it expects for SI_TIMER. A process may queue a signal with any

@@ -33,6 +33,9 @@ pub(crate) struct Inner {
     pub(crate) id: i32,
     /// The clock it was created on.
     clock: ClockId,
+    /// Made by `timerfd_create` (a disarming setting keeps its interval,
+    /// as the kernel's timerfd keeps it; a POSIX timer's is cleared).
+    timerfd: bool,
     notify: Notify,
     /// The hrtimer that fires it; `None` for `SIGEV_NONE` (never started:
     /// its state is computed when asked, as in the kernel).
@@ -58,18 +61,41 @@ struct State {
     /// Periods that passed while a notification was pending, reported
     /// with the next one.
     carry: u64,
-    /// A process-directed signal of this timer was queued and may still be
-    /// pending: only then does a pending signal of its number hold the
-    /// next one back (another source's pending signal does not).
+    /// A signal of this timer was queued and not yet seen accepted: only
+    /// then does a pending signal of its number hold the next one back
+    /// (another source's pending signal does not).
     sig_queued: bool,
+    /// Expirations the worker was late by when it queued that signal: its
+    /// first overruns (the rest are `carry`).
+    queued_late: u64,
+    /// Signals queued under the current setting; the signal carries it, so
+    /// that only the report of the latest one ends the wait.
+    sig_count: u32,
+    /// How long the timer waits before it looks again at a signal that is
+    /// still pending (ns): doubles from the period up to `MAX_BACKOFF`, so
+    /// a timer whose signal stays blocked costs almost nothing.
+    backoff: u64,
     /// Bumped by every settime and delete: a callback that returns after
     /// one does not rearm the old setting.
     seq: u64,
     fd: Option<OwnedFd>,
+    /// An expiry was added to `fd` since it was last drained: only then
+    /// may its count be non-zero, so only then does `settime` read it.
+    fd_dirty: bool,
 }
 
 fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The longest a timer waits before it looks again at a signal of its own
+/// that is still pending.
+const MAX_BACKOFF: u64 = 10_000_000;
+
+/// What a timer's signal carries to identify it: the setting it was queued
+/// under (high half) and its number under that setting (low half).
+fn signal_tag(seq: u64, count: u32) -> u64 {
+    ((seq as u32 as u64) << 32) | u64::from(count)
 }
 
 fn clamp(n: u64) -> i32 {
@@ -84,9 +110,12 @@ impl Inner {
         id: i32,
         clock: ClockId,
         notify: Notify,
+        fd: Option<OwnedFd>,
     ) -> Result<Arc<Inner>, TimerError> {
-        let fd = match notify {
-            Notify::Fd => Some(notify::open_fd()?),
+        let timerfd = fd.is_some();
+        let fd = match (&notify, fd) {
+            (Notify::Fd, Some(fd)) => Some(fd),
+            (Notify::Fd, None) => Some(notify::open_fd()?),
             _ => None,
         };
         Ok(Arc::new_cyclic(|weak: &Weak<Inner>| {
@@ -97,6 +126,7 @@ impl Inner {
             Inner {
                 id,
                 clock,
+                timerfd,
                 notify,
                 hr,
                 env,
@@ -109,8 +139,12 @@ impl Inner {
                     overrun_last: 0,
                     carry: 0,
                     sig_queued: false,
+                    queued_late: 0,
+                    sig_count: 0,
+                    backoff: 0,
                     seq: 0,
                     fd,
+                    fd_dirty: false,
                 }),
             }
         }))
@@ -202,6 +236,38 @@ impl Inner {
         Ok(st.overrun_last)
     }
 
+    /// The program accepted a signal that this timer queued under setting
+    /// `seq`: the kernel's `posixtimer_deliver_signal()`. Returns `None`
+    /// for a stale signal (the timer was re-armed or deleted since it was
+    /// queued: the kernel drops such a signal), else the signal's overrun:
+    /// every expiry since the one that queued it, up to now. The timer
+    /// then runs on to its next expiry, with its next signal free to queue.
+    pub(crate) fn signal_accepted(&self, tag: u64, queued_overrun: i32) -> Option<i32> {
+        let mut st = self.lock();
+        if st.deleted || (tag >> 32) as u32 != st.seq as u32 {
+            return None;
+        }
+        if !st.sig_queued || tag as u32 != st.sig_count {
+            // Not the signal the timer waits for: one it already counted as
+            // accepted (its overrun as queued), or a second report.
+            return Some(queued_overrun);
+        }
+        let mut missed = st.queued_late.saturating_add(st.carry);
+        if st.interval > 0 && st.armed {
+            // The periods the waiting timer has not looked at yet.
+            let iv = Duration::from_nanos(st.interval);
+            let (next, m) = forward_expiry(st.expires, self.now(st.eff), iv);
+            missed = missed.saturating_add(m);
+            st.expires = next;
+        }
+        st.overrun_last = clamp(missed);
+        st.carry = 0;
+        st.queued_late = 0;
+        st.backoff = 0;
+        st.sig_queued = false;
+        Some(st.overrun_last)
+    }
+
     /// The notification fd (`Notify::Fd` only).
     pub(crate) fn fd(&self) -> Result<RawFd, TimerError> {
         let st = self.lock();
@@ -243,14 +309,23 @@ impl Inner {
         st.seq += 1;
         st.overrun_last = 0;
         st.carry = 0;
-        if let Some(fd) = &st.fd {
-            notify::fd_drain(fd);
+        // A signal queued before this call is stale: the program's hooks drop it
+        // (`signal_accepted`), and it no longer holds the next one back.
+        st.sig_queued = false;
+        if st.fd_dirty {
+            if let Some(fd) = &st.fd {
+                notify::fd_drain(fd);
+            }
+            st.fd_dirty = false;
         }
-        st.interval = ns(new.interval);
         if new.value.is_zero() {
+            // Disarmed: a POSIX timer with no interval either (the kernel
+            // clears it), a timerfd with the one given (the kernel keeps it).
+            st.interval = if self.timerfd { ns(new.interval) } else { 0 };
             st.armed = false;
             return Ok(old);
         }
+        st.interval = ns(new.interval);
         let mut eff = if self.clock == ClockId::Realtime && !abstime {
             ClockId::Monotonic
         } else {
@@ -307,6 +382,12 @@ fn on_fire(weak: &Weak<Inner>, fire: &mut HrFire) -> HrRestart {
     if st.deleted || !st.armed {
         return HrRestart::NoRestart;
     }
+    if st.interval > 0 && fire.now() < st.expires {
+        // Moved on meanwhile (`signal_accepted` re-armed it while this run
+        // waited for the lock): nothing is due yet.
+        fire.set_expires(st.expires);
+        return HrRestart::Restart;
+    }
     let seq = st.seq;
     let iv = Duration::from_nanos(st.interval);
     // Expirations up to now (more than one if the worker was late).
@@ -325,20 +406,49 @@ fn on_fire(weak: &Weak<Inner>, fire: &mut HrFire) -> HrRestart {
             if let Some(fd) = &st.fd {
                 notify::fd_add(fd, n);
             }
+            st.fd_dirty = true;
         }
         Notify::Signal {
             signo,
             value,
             thread,
         } => {
-            if thread.is_none() && st.sig_queued && notify::signal_pending(*signo) {
+            // Whether the previous signal may still wait for acceptance: for
+            // the process, its pending set tells; for one thread it cannot
+            // be seen, so the timer waits only if the program's acceptance
+            // of this signal is reported (`signal_accepted`).
+            let waiting = notify::ignored(*signo)
+                || (st.sig_queued
+                    && match thread {
+                        None => notify::signal_pending(*signo),
+                        Some(_) => notify::acceptance_reported(*signo),
+                    });
+            if waiting {
                 st.carry = st.carry.saturating_add(n);
-            } else {
-                st.overrun_last = clamp((n - 1).saturating_add(st.carry));
-                st.carry = 0;
-                st.sig_queued = thread.is_none();
-                notify::send_signal(*signo, *value, *thread, inner.id, st.overrun_last);
+                if st.interval > 0 && st.armed {
+                    // Look again after a backoff, not every period: the
+                    // periods are counted from the clock, whenever it looks.
+                    st.backoff = st.backoff.saturating_mul(2).clamp(st.interval, MAX_BACKOFF);
+                    let poll = fire.now().saturating_add(st.backoff);
+                    fire.set_expires(st.expires.max(poll));
+                    return HrRestart::Restart;
+                }
+                return HrRestart::NoRestart;
             }
+            st.overrun_last = clamp((n - 1).saturating_add(st.carry));
+            st.queued_late = (n - 1).saturating_add(st.carry);
+            st.carry = 0;
+            st.backoff = 0;
+            st.sig_queued = thread.is_none() || notify::acceptance_reported(*signo);
+            st.sig_count = st.sig_count.wrapping_add(1);
+            notify::send_signal(
+                *signo,
+                *value,
+                *thread,
+                inner.id,
+                st.overrun_last,
+                signal_tag(st.seq, st.sig_count),
+            );
         }
         Notify::Callback(f) => {
             st.overrun_last = clamp((n - 1).saturating_add(st.carry));

@@ -12,6 +12,7 @@
 //! wakes every sleeping worker with `REALTIME` timers: each recomputes its
 //! sleep from the new offset, and the timers fire at the new wall time.
 
+use crate::sync::thread::spawn_masked;
 use crate::TimerSystem;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
@@ -44,13 +45,15 @@ fn arm(fd: &OwnedFd) -> std::io::Result<()> {
     };
     // SAFETY: a valid timerfd and a live itimerspec; the old value is not
     // asked for.
+    // The system call, as in `start`.
     cvt(unsafe {
-        libc::timerfd_settime(
+        libc::syscall(
+            libc::SYS_timerfd_settime,
             fd.as_raw_fd(),
             libc::TFD_TIMER_ABSTIME | libc::TFD_TIMER_CANCEL_ON_SET,
-            &spec,
-            std::ptr::null_mut(),
-        )
+            &spec as *const libc::itimerspec,
+            std::ptr::null_mut::<libc::itimerspec>(),
+        ) as libc::c_int
     })
     .map(drop)
 }
@@ -63,19 +66,20 @@ impl ClockWatch {
         // SAFETY: both calls take integer flags and return a new fd or -1,
         // which `cvt` turns into an error; each fd is owned once.
         let (tfd, stop) = unsafe {
-            let tfd = cvt(libc::timerfd_create(
+            // The system call itself, not libc's wrapper: in a program run
+            // on the drop-in library, `timerfd_create` is utimer's own.
+            let tfd = cvt(libc::syscall(
+                libc::SYS_timerfd_create,
                 libc::CLOCK_REALTIME,
                 libc::TFD_CLOEXEC | libc::TFD_NONBLOCK,
-            ))?;
+            ) as libc::c_int)?;
             let tfd = OwnedFd::from_raw_fd(tfd);
             let stop = cvt(libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK))?;
             (tfd, OwnedFd::from_raw_fd(stop))
         };
         arm(&tfd)?;
         let stop_fd = stop.as_raw_fd();
-        let handle = std::thread::Builder::new()
-            .name("utimer-clockwatch".into())
-            .spawn(move || watch(&sys, &tfd, stop_fd))?;
+        let handle = spawn_masked("utimer-clockwatch".into(), move || watch(&sys, &tfd, stop_fd))?;
         Ok((ClockWatch { stop }, handle))
     }
 

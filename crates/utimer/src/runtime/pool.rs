@@ -47,6 +47,7 @@
 use super::clockwatch::ClockWatch;
 use crate::nohz::Idle;
 use crate::sync::parker::Parker;
+use crate::sync::thread::spawn_masked;
 use crate::{Builder, TimerSystem};
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -125,21 +126,17 @@ impl Runtime {
         for w in 0..rt.sys.workers() {
             let (sys, pool) = (rt.sys.clone(), rt.pool.clone());
             let cpu = pin.as_ref().map(|p| p[w % p.len()]);
-            let handle = thread::Builder::new()
-                .name(format!("utimer-worker-{w}"))
-                .spawn(move || {
-                    if let Some(cpu) = cpu {
-                        pin_to(cpu);
-                    }
-                    precise_sleeps();
-                    worker_main(&sys, &pool, w)
-                })?;
+            let handle = spawn_masked(format!("utimer-worker-{w}"), move || {
+                if let Some(cpu) = cpu {
+                    pin_to(cpu);
+                }
+                precise_sleeps();
+                worker_main(&sys, &pool, w)
+            })?;
             rt.threads.push(handle);
         }
         let sys = rt.sys.clone();
-        let monitor = thread::Builder::new()
-            .name("utimer-monitor".into())
-            .spawn(move || sys.run_monitor())?;
+        let monitor = spawn_masked("utimer-monitor".into(), move || sys.run_monitor())?;
         rt.threads.push(monitor);
         // Best effort: without it, REALTIME timers still fire, at the wall
         // time the offset said when their worker went to sleep.

@@ -373,9 +373,7 @@ mod membarrier {
             register();
             return;
         }
-        let spawned = std::thread::Builder::new()
-            .name("utimer-membarrier".into())
-            .spawn(register);
+        let spawned = crate::sync::thread::spawn_masked("utimer-membarrier".into(), register);
         if spawned.is_err() {
             register();
         }

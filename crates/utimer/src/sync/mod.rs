@@ -19,6 +19,8 @@ pub(crate) mod parker;
 mod spinlock;
 pub(crate) mod state;
 pub(crate) mod summary;
+#[cfg(not(loom))]
+pub(crate) mod thread;
 
 pub(crate) use biased::{BiasedLock, Held};
 pub(crate) use spinlock::SpinLock;

@@ -1,0 +1,317 @@
+//! The exported functions, with glibc's names, signatures and symbol
+//! versions (the `.symver` lines below; the version nodes are in
+//! `utimer-posix.map`). Each is a line or two: the work is in `timer.rs`,
+//! `timerfd.rs` and `signals.rs`.
+//!
+//! | glibc function | versions |
+//! |---|---|
+//! | `timer_create`, `timer_settime`, `timer_gettime`, `timer_getoverrun`, `timer_delete` | `GLIBC_2.34` (default), `GLIBC_2.3.3`; `GLIBC_2.2.5` with `int` IDs |
+//! | `timerfd_create`, `timerfd_settime`, `timerfd_gettime` | `GLIBC_2.8` |
+//! | `sigaction`, `signal`, `bsd_signal`, `sysv_signal`, `sigwaitinfo`, `sigtimedwait`, `sigwait`, `close`, `dup`, `dup2`, `fcntl`, `write` | `GLIBC_2.2.5` |
+//! | `fcntl64` | `GLIBC_2.28` |
+//! | `signalfd` | `GLIBC_2.7` |
+//! | `dup3` | `GLIBC_2.9` |
+//!
+//! None of them unwinds: the C library's functions they call catch panics,
+//! and the rest cannot panic.
+
+use crate::real::timer_t;
+use crate::{signals, timer, timerfd};
+use std::ffi::c_int;
+use timer::Out;
+
+/// Runs before `main`: glibc's functions are looked up now, not first in a
+/// signal handler.
+extern "C" fn init() {
+    let _ = crate::real::real();
+}
+
+#[used]
+#[link_section = ".init_array"]
+static INIT: extern "C" fn() = init;
+
+std::arch::global_asm!(
+    ".symver utimer_posix_timer_create, timer_create@@GLIBC_2.34",
+    ".symver utimer_posix_timer_create, timer_create@GLIBC_2.3.3",
+    ".symver utimer_posix_timer_create_old, timer_create@GLIBC_2.2.5",
+    ".symver utimer_posix_timer_settime, timer_settime@@GLIBC_2.34",
+    ".symver utimer_posix_timer_settime, timer_settime@GLIBC_2.3.3",
+    ".symver utimer_posix_timer_settime_old, timer_settime@GLIBC_2.2.5",
+    ".symver utimer_posix_timer_gettime, timer_gettime@@GLIBC_2.34",
+    ".symver utimer_posix_timer_gettime, timer_gettime@GLIBC_2.3.3",
+    ".symver utimer_posix_timer_gettime_old, timer_gettime@GLIBC_2.2.5",
+    ".symver utimer_posix_timer_getoverrun, timer_getoverrun@@GLIBC_2.34",
+    ".symver utimer_posix_timer_getoverrun, timer_getoverrun@GLIBC_2.3.3",
+    ".symver utimer_posix_timer_getoverrun_old, timer_getoverrun@GLIBC_2.2.5",
+    ".symver utimer_posix_timer_delete, timer_delete@@GLIBC_2.34",
+    ".symver utimer_posix_timer_delete, timer_delete@GLIBC_2.3.3",
+    ".symver utimer_posix_timer_delete_old, timer_delete@GLIBC_2.2.5",
+    ".symver utimer_posix_timerfd_create, timerfd_create@@GLIBC_2.8",
+    ".symver utimer_posix_timerfd_settime, timerfd_settime@@GLIBC_2.8",
+    ".symver utimer_posix_timerfd_gettime, timerfd_gettime@@GLIBC_2.8",
+    ".symver utimer_posix_sigaction, sigaction@@GLIBC_2.2.5",
+    ".symver utimer_posix_signal, signal@@GLIBC_2.2.5",
+    ".symver utimer_posix_bsd_signal, bsd_signal@@GLIBC_2.2.5",
+    ".symver utimer_posix_sysv_signal, sysv_signal@@GLIBC_2.2.5",
+    ".symver utimer_posix_sigwaitinfo, sigwaitinfo@@GLIBC_2.2.5",
+    ".symver utimer_posix_sigtimedwait, sigtimedwait@@GLIBC_2.2.5",
+    ".symver utimer_posix_sigwait, sigwait@@GLIBC_2.2.5",
+    ".symver utimer_posix_signalfd, signalfd@@GLIBC_2.7",
+    ".symver utimer_posix_close, close@@GLIBC_2.2.5",
+    ".symver utimer_posix_write, write@@GLIBC_2.2.5",
+    ".symver utimer_posix_dup, dup@@GLIBC_2.2.5",
+    ".symver utimer_posix_dup2, dup2@@GLIBC_2.2.5",
+    ".symver utimer_posix_fcntl, fcntl@@GLIBC_2.2.5",
+    ".symver utimer_posix_fcntl64, fcntl64@@GLIBC_2.28",
+    ".symver utimer_posix_dup3, dup3@@GLIBC_2.9",
+);
+
+/// Defines an export (the `.symver` lines give it its names).
+macro_rules! timer_fns {
+    ($(#[$doc:meta])* fn $name:ident ($($arg:ident: $ty:ty),*) -> c_int $body:block) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As glibc's function of that name.
+        #[no_mangle]
+        pub(crate) unsafe extern "C" fn $name($($arg: $ty),*) -> c_int $body
+    };
+}
+
+timer_fns! {
+    /// `timer_create()`, glibc's `GLIBC_2.34` and `GLIBC_2.3.3`.
+    fn utimer_posix_timer_create(clock: libc::clockid_t, sevp: *mut libc::sigevent, timerid: *mut timer_t) -> c_int {
+        // SAFETY: the caller's promise (glibc's prototype).
+        unsafe { timer::create(clock, sevp, Out::New(timerid)) }
+    }
+}
+
+timer_fns! {
+    /// `timer_settime()`, glibc's `GLIBC_2.34` and `GLIBC_2.3.3`.
+    fn utimer_posix_timer_settime(t: timer_t, flags: c_int, new: *const libc::itimerspec, old: *mut libc::itimerspec) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { timer::settime(timer::decode(t), flags, new, old) }
+    }
+}
+
+timer_fns! {
+    /// `timer_gettime()`, glibc's `GLIBC_2.34` and `GLIBC_2.3.3`.
+    fn utimer_posix_timer_gettime(t: timer_t, cur: *mut libc::itimerspec) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { timer::gettime(timer::decode(t), cur) }
+    }
+}
+
+timer_fns! {
+    /// `timer_getoverrun()`, glibc's `GLIBC_2.34` and `GLIBC_2.3.3`.
+    fn utimer_posix_timer_getoverrun(t: timer_t) -> c_int {
+        timer::getoverrun(timer::decode(t))
+    }
+}
+
+timer_fns! {
+    /// `timer_delete()`, glibc's `GLIBC_2.34` and `GLIBC_2.3.3`.
+    fn utimer_posix_timer_delete(t: timer_t) -> c_int {
+        timer::delete(timer::decode(t))
+    }
+}
+
+timer_fns! {
+    /// `timer_create()` of glibc's old ABI (`GLIBC_2.2.5`: `int` IDs).
+    fn utimer_posix_timer_create_old(clock: libc::clockid_t, sevp: *mut libc::sigevent, timerid: *mut c_int) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { timer::create(clock, sevp, Out::Old(timerid)) }
+    }
+}
+
+timer_fns! {
+    /// `timer_settime()` of glibc's old ABI.
+    fn utimer_posix_timer_settime_old(t: c_int, flags: c_int, new: *const libc::itimerspec, old: *mut libc::itimerspec) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { timer::settime(timer::decode_old(t), flags, new, old) }
+    }
+}
+
+timer_fns! {
+    /// `timer_gettime()` of glibc's old ABI.
+    fn utimer_posix_timer_gettime_old(t: c_int, cur: *mut libc::itimerspec) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { timer::gettime(timer::decode_old(t), cur) }
+    }
+}
+
+timer_fns! {
+    /// `timer_getoverrun()` of glibc's old ABI.
+    fn utimer_posix_timer_getoverrun_old(t: c_int) -> c_int {
+        timer::getoverrun(timer::decode_old(t))
+    }
+}
+
+timer_fns! {
+    /// `timer_delete()` of glibc's old ABI.
+    fn utimer_posix_timer_delete_old(t: c_int) -> c_int {
+        timer::delete(timer::decode_old(t))
+    }
+}
+
+timer_fns! {
+    /// `timerfd_create()`.
+    fn utimer_posix_timerfd_create(clock: libc::clockid_t, flags: c_int) -> c_int {
+        timerfd::create(clock, flags)
+    }
+}
+
+timer_fns! {
+    /// `timerfd_settime()`.
+    fn utimer_posix_timerfd_settime(fd: c_int, flags: c_int, new: *const libc::itimerspec, old: *mut libc::itimerspec) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { timerfd::settime(fd, flags, new, old) }
+    }
+}
+
+timer_fns! {
+    /// `timerfd_gettime()`.
+    fn utimer_posix_timerfd_gettime(fd: c_int, cur: *mut libc::itimerspec) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { timerfd::gettime(fd, cur) }
+    }
+}
+
+timer_fns! {
+    /// `sigaction()`: the program's handlers behind the library's
+    /// trampoline (`signals.rs`).
+    fn utimer_posix_sigaction(signo: c_int, act: *const libc::sigaction, oldact: *mut libc::sigaction) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { signals::sigaction(signo, act, oldact) }
+    }
+}
+
+timer_fns! {
+    /// `sigwaitinfo()`: reports the timer signals it accepts, and waits on
+    /// past a stale one.
+    fn utimer_posix_sigwaitinfo(set: *const libc::sigset_t, info: *mut libc::siginfo_t) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { signals::sigtimedwait(set, info, std::ptr::null()) }
+    }
+}
+
+timer_fns! {
+    /// `sigtimedwait()`, as `sigwaitinfo()`.
+    fn utimer_posix_sigtimedwait(
+        set: *const libc::sigset_t,
+        info: *mut libc::siginfo_t,
+        timeout: *const libc::timespec
+    ) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { signals::sigtimedwait(set, info, timeout) }
+    }
+}
+
+timer_fns! {
+    /// `sigwait()`, as `sigwaitinfo()`.
+    fn utimer_posix_sigwait(set: *const libc::sigset_t, sig: *mut c_int) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { signals::sigwait(set, sig) }
+    }
+}
+
+timer_fns! {
+    /// `signalfd()`: what it reads is accepted unseen.
+    fn utimer_posix_signalfd(fd: c_int, mask: *const libc::sigset_t, flags: c_int) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { signals::signalfd(fd, mask, flags) }
+    }
+}
+
+timer_fns! {
+    /// `close()`: a utimer timerfd's timer ends with its descriptor.
+    fn utimer_posix_close(fd: c_int) -> c_int {
+        timerfd::close(fd)
+    }
+}
+
+timer_fns! {
+    /// `dup()`: a duplicate of a utimer timerfd names its timer.
+    fn utimer_posix_dup(old: c_int) -> c_int {
+        timerfd::dup(old)
+    }
+}
+
+timer_fns! {
+    /// `fcntl()`: `F_DUPFD` of a utimer timerfd names its timer. Declared
+    /// with one word for the variadic argument: on the Linux C ABIs the
+    /// callee reads an integer or pointer argument from the same register
+    /// either way.
+    fn utimer_posix_fcntl(fd: c_int, cmd: c_int, arg: usize) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { timerfd::fcntl(fd, cmd, arg, crate::real::real().fcntl) }
+    }
+}
+
+timer_fns! {
+    /// `fcntl64()`, as `fcntl()`.
+    fn utimer_posix_fcntl64(fd: c_int, cmd: c_int, arg: usize) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { timerfd::fcntl(fd, cmd, arg, crate::real::real().fcntl64) }
+    }
+}
+
+timer_fns! {
+    /// `dup2()`: a utimer timerfd replaced by another file ends.
+    fn utimer_posix_dup2(old: c_int, new: c_int) -> c_int {
+        timerfd::dup2(old, new)
+    }
+}
+
+timer_fns! {
+    /// `dup3()`, as `dup2()`.
+    fn utimer_posix_dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+        timerfd::dup3(old, new, flags)
+    }
+}
+
+/// `write()`: `EINVAL` for a timerfd, as the kernel's.
+///
+/// # Safety
+/// As glibc's.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn utimer_posix_write(
+    fd: c_int,
+    buf: *const libc::c_void,
+    n: libc::size_t,
+) -> libc::ssize_t {
+    // SAFETY: the caller's promise.
+    unsafe { timerfd::write(fd, buf, n) }
+}
+
+/// `signal()` (glibc's BSD semantics: `SA_RESTART`, the signal blocked in
+/// its handler).
+///
+/// # Safety
+/// As glibc's: `handler` is `SIG_DFL`, `SIG_IGN` or a handler.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn utimer_posix_signal(signo: c_int, handler: usize) -> usize {
+    // SAFETY: the caller's promise.
+    unsafe { signals::signal_with(signo, handler, libc::SA_RESTART) }
+}
+
+/// `bsd_signal()`, as `signal()`.
+///
+/// # Safety
+/// As glibc's.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn utimer_posix_bsd_signal(signo: c_int, handler: usize) -> usize {
+    // SAFETY: the caller's promise.
+    unsafe { signals::signal_with(signo, handler, libc::SA_RESTART) }
+}
+
+/// `sysv_signal()`: System V's one-shot handler (`SA_RESETHAND |
+/// SA_NODEFER`).
+///
+/// # Safety
+/// As glibc's.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn utimer_posix_sysv_signal(signo: c_int, handler: usize) -> usize {
+    // SAFETY: the caller's promise.
+    unsafe { signals::signal_with(signo, handler, libc::SA_RESETHAND | libc::SA_NODEFER) }
+}

@@ -1,0 +1,106 @@
+//! The process's timer system: started by the first call that needs it,
+//! forgotten in a `fork` child.
+//!
+//! # Lifetime
+//!
+//! ```text
+//!   first timer call ──► utimer_open(workers) ──► SYSTEM (never closed:
+//!                                                 it lives until exit or exec)
+//!   fork ──► child: SYSTEM = none, the parent's left as it was (its
+//!            threads do not exist in the child, so it cannot be closed);
+//!            the child's first call starts its own.
+//!   start fails (no threads) ──► FAILED: every call goes to glibc.
+//! ```
+//!
+//! `UTIMER_WORKERS=n` sets the number of workers (default: one per CPU the
+//! process may run on); `UTIMER_POSIX=off` sends every call to glibc, for
+//! comparing a program on the kernel and on utimer without rebuilding it.
+
+use std::ffi::c_uint;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
+use utimer_capi::utimer_t;
+
+/// The system, once started.
+static SYSTEM: AtomicPtr<utimer_t> = AtomicPtr::new(std::ptr::null_mut());
+/// `STATE`: not started.
+const IDLE: u8 = 0;
+/// `STATE`: a thread is starting it.
+const STARTING: u8 = 1;
+/// `STATE`: started (`SYSTEM` is set).
+const UP: u8 = 2;
+/// `STATE`: could not start, or turned off: pass everything through.
+const OFF: u8 = 3;
+static STATE: AtomicU8 = AtomicU8::new(IDLE);
+/// `pthread_atfork` registered.
+static ATFORK: AtomicBool = AtomicBool::new(false);
+
+/// The system, starting it if need be; `None`: pass through to glibc.
+#[inline]
+pub(crate) fn system() -> Option<*mut utimer_t> {
+    let p = SYSTEM.load(Ordering::Acquire);
+    if !p.is_null() {
+        return Some(p);
+    }
+    start()
+}
+
+/// The system if it has started (a signal's acceptance needs no new one).
+pub(crate) fn started() -> Option<*mut utimer_t> {
+    let p = SYSTEM.load(Ordering::Acquire);
+    (!p.is_null()).then_some(p)
+}
+
+#[cold]
+fn start() -> Option<*mut utimer_t> {
+    loop {
+        match STATE.compare_exchange(IDLE, STARTING, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => break,
+            Err(UP) => return Some(SYSTEM.load(Ordering::Acquire)),
+            Err(OFF) => return None,
+            // Another thread is starting it: wait (a few milliseconds once
+            // per process).
+            Err(_) => std::thread::yield_now(),
+        }
+    }
+    if !ATFORK.swap(true, Ordering::AcqRel) {
+        // SAFETY: registers plain functions with no arguments around fork.
+        unsafe {
+            libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(forget_in_child))
+        };
+    }
+    if std::env::var_os("UTIMER_POSIX").is_some_and(|v| v == "off") {
+        STATE.store(OFF, Ordering::Release);
+        return None;
+    }
+    let workers = std::env::var("UTIMER_WORKERS")
+        .ok()
+        .and_then(|v| v.parse::<c_uint>().ok())
+        .unwrap_or(0);
+    let u = utimer_capi::utimer_open(workers);
+    if u.is_null() {
+        STATE.store(OFF, Ordering::Release);
+        return None;
+    }
+    SYSTEM.store(u, Ordering::Release);
+    STATE.store(UP, Ordering::Release);
+    Some(u)
+}
+
+/// The child side of `fork`: the parent's system stays behind (its threads
+/// are gone, so it is neither used nor closed), as do its timers; the
+/// child's first call starts a system of its own.
+extern "C" fn forget_in_child() {
+    SYSTEM.store(std::ptr::null_mut(), Ordering::Release);
+    if STATE.load(Ordering::Acquire) != OFF {
+        STATE.store(IDLE, Ordering::Release);
+    }
+    crate::timer::fork_child();
+}
+
+extern "C" fn fork_prepare() {
+    crate::timer::fork_prepare();
+}
+
+extern "C" fn fork_parent() {
+    crate::timer::fork_parent();
+}

@@ -1,0 +1,69 @@
+//! `libutimer_posix.so`: an unmodified program's POSIX timers and timerfds
+//! on utimer.
+//!
+//! ```text
+//! LD_PRELOAD=libutimer_posix.so ./program        # or: cc ... -lutimer_posix
+//! ```
+//!
+//! The library exports glibc's `timer_create`, `timer_settime`,
+//! `timer_gettime`, `timer_getoverrun`, `timer_delete` (at each of glibc's
+//! symbol versions: `GLIBC_2.34` in libc, `GLIBC_2.3.3` in librt before
+//! 2.34, and the old `GLIBC_2.2.5` ABI whose IDs are `int`s) and
+//! `timerfd_create`, `timerfd_settime`, `timerfd_gettime` (`GLIBC_2.8`),
+//! with glibc's signatures. A program resolves its references to them here
+//! instead of in glibc, as OpenOnload and libvma accelerate sockets: same
+//! binary, same semantics, no system call on the timer paths.
+//!
+//! # What runs where
+//!
+//! * One process-wide timer system (`global.rs`) starts on the first call,
+//!   with one worker per CPU the process may use (`UTIMER_WORKERS=n` says
+//!   otherwise). Its threads block every signal, so no program handler
+//!   ever runs on them.
+//! * Whatever utimer does not implement goes to glibc, and so to the
+//!   kernel, invisibly (`real.rs`): the CPU-time clocks, `CLOCK_TAI`, the
+//!   `_ALARM` clocks and any clock the kernel may add; timerfd flags that
+//!   utimer does not know; `TFD_TIMER_CANCEL_ON_SET`, whose timerfd is
+//!   handed to the kernel's in place (same descriptor number and flags).
+//!   If the system cannot start, every call goes to glibc.
+//! * `timer_t` values: a utimer timer's is its ID (`0..=INT_MAX`), as
+//!   glibc's is the kernel's ID; a passed-through timer's is a tagged index
+//!   into the table of glibc's own `timer_t`s (`timer.rs`).
+//! * `fork`: the child starts clean, as the kernel's POSIX timers are not
+//!   inherited; its first call starts a system of its own. Timerfds are
+//!   inherited as descriptors and read the parent's expirations, as the
+//!   kernel's are shared. `exec` ends everything.
+//! * Signals (`signals.rs`, `critical.rs`): the library interposes
+//!   `sigaction`, `signal`, `bsd_signal` and `sysv_signal`. A handler that
+//!   interrupts one of the library's calls on its thread runs when that
+//!   call returns, as the kernel delivers a signal on the way out of a
+//!   system call: the handler's own timer calls (POSIX says they are
+//!   async-signal-safe) then never wait for a lock that the interrupted
+//!   call holds.
+//! * Descriptors (`timerfd.rs`): `close`, `dup2` and `dup3` are
+//!   interposed so that a utimer timerfd's timer dies with its descriptor;
+//!   the expirations are written through a private duplicate, so a
+//!   descriptor number that the program reuses never receives one.
+//!
+//! # Where a user-space library differs from the kernel
+//!
+//! Listed with each part, and gathered in `docs/using.md`: signals are
+//! queued by the library's workers (`rt_sigqueueinfo`), so a few of the
+//! kernel's guarantees about a timer's pending signal hold only as far as
+//! the pending set shows them (`utimer::posix`'s module docs); a duplicate
+//! of a timerfd (`dup`, `F_DUPFD`) reads its expirations but takes no
+//! `timerfd_settime`; handlers installed by a raw `rt_sigaction` system
+//! call bypass the deferral; the library relies on static TLS, so load it
+//! with `LD_PRELOAD` or link it, not with `dlopen`.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+// glibc's names for glibc's types: `timer_t`.
+#![allow(non_camel_case_types)]
+
+mod critical;
+mod exports;
+mod global;
+mod real;
+mod signals;
+mod timer;
+mod timerfd;

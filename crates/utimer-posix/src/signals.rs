@@ -1,0 +1,400 @@
+//! The program's signal handlers, behind the library's trampoline:
+//! `sigaction`, `signal`, `bsd_signal` and `sysv_signal` as glibc's, except
+//! that a handler the program installs is reached through [`trampoline`],
+//! which holds a signal that interrupts one of the library's calls until
+//! the call returns (`critical.rs`).
+//!
+//! What the program sees is what it set: `sigaction`'s old action reports
+//! the program's handler, flags and mask, never the trampoline. `SIG_DFL`
+//! and `SIG_IGN` go to the kernel as they are. A handler asked for with
+//! `SA_RESETHAND` is installed without it, and the trampoline restores
+//! `SIG_DFL` itself just before calling the handler (so a held signal is
+//! not turned into its default action on the way).
+//!
+//! # Locking
+//!
+//! `TABLE` (the program's actions) is written under `WRITE`, inside a
+//! critical section, so a handler that calls `sigaction` on the same
+//! thread is held until the writer is done; the trampoline reads the
+//! handler and flags with atomic loads, and is never held up by a writer.
+
+use crate::critical;
+use crate::real::{fail, real};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Signals 1..=64.
+const NSIG: usize = 65;
+
+/// The program's action for one signal.
+struct Action {
+    /// `sa_sigaction` (a handler; `SIG_DFL`/`SIG_IGN` are not stored).
+    handler: AtomicUsize,
+    /// The program's `sa_flags`.
+    flags: AtomicI32,
+}
+
+/// Whether the kernel discards `signo` under `action` (`SIG_IGN`, or
+/// `SIG_DFL` of a signal whose default is to ignore it).
+fn discards(signo: c_int, action: usize) -> bool {
+    action == libc::SIG_IGN
+        || (action == libc::SIG_DFL
+            && matches!(signo, libc::SIGCHLD | libc::SIGURG | libc::SIGWINCH | libc::SIGCONT))
+}
+
+/// The program's actions, and their masks (read only by `sigaction`'s old
+/// action, under `WRITE`).
+static TABLE: [Action; NSIG] = [const {
+    Action {
+        handler: AtomicUsize::new(0),
+        flags: AtomicI32::new(0),
+    }
+}; NSIG];
+
+/// Serializes writers of `TABLE`; holds the masks.
+static WRITE: Mutex<[Option<libc::sigset_t>; NSIG]> = Mutex::new([None; NSIG]);
+
+type SigInfoFn = extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void);
+type PlainFn = extern "C" fn(c_int);
+
+/// Faults the kernel raises for the instruction that caused them: never
+/// held (returning would fault again).
+fn is_fault(signo: c_int, info: *const libc::siginfo_t) -> bool {
+    let fault = matches!(
+        signo,
+        libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE | libc::SIGTRAP | libc::SIGSYS
+    );
+    // SAFETY: the kernel hands the trampoline a live siginfo_t.
+    fault && (info.is_null() || unsafe { (*info).si_code } > 0)
+}
+
+/// The handler the library installs for every handler of the program's.
+extern "C" fn trampoline(signo: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
+    let saved = crate::real::errno();
+    if critical::inside() && !is_fault(signo, info) {
+        // SAFETY: `info` is the kernel's live siginfo_t.
+        if !unsafe { critical::hold(signo, info) } {
+            // SAFETY: as above.
+            unsafe { critical::requeue(signo, info) };
+        }
+        crate::real::set_errno(saved);
+        return;
+    }
+    let Some(action) = usize::try_from(signo).ok().and_then(|s| TABLE.get(s)) else {
+        return;
+    };
+    let handler = action.handler.load(Ordering::Acquire);
+    let flags = action.flags.load(Ordering::Acquire);
+    if handler == libc::SIG_DFL || handler == libc::SIG_IGN {
+        // The program changed its action after this signal was delivered:
+        // give it the action it has now.
+        // SAFETY: `info` is live; the signal comes back to the new action.
+        unsafe { critical::requeue(signo, info) };
+        return;
+    }
+    // SAFETY: the kernel's live siginfo_t.
+    if !unsafe { accepted(info) } {
+        // A stale timer signal: the kernel would have dropped it.
+        crate::real::set_errno(saved);
+        return;
+    }
+    if flags & libc::SA_RESETHAND != 0 {
+        reset_to_default(signo);
+    }
+    crate::real::set_errno(saved);
+    if flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: the program installed this value as an `sa_sigaction`.
+        let f: SigInfoFn = unsafe { std::mem::transmute::<usize, SigInfoFn>(handler) };
+        f(signo, info, ctx);
+    } else {
+        // SAFETY: the program installed this value as an `sa_handler`.
+        let f: PlainFn = unsafe { std::mem::transmute::<usize, PlainFn>(handler) };
+        f(signo);
+    }
+}
+
+/// `SA_RESETHAND` done by hand: the default action, for the kernel and in
+/// the table.
+fn reset_to_default(signo: c_int) {
+    // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
+    let mut dfl: libc::sigaction = unsafe { std::mem::zeroed() };
+    dfl.sa_sigaction = libc::SIG_DFL;
+    // SAFETY: a live action for a valid signal.
+    unsafe { (real().sigaction)(signo, &dfl, std::ptr::null_mut()) };
+    if let Some(a) = usize::try_from(signo).ok().and_then(|s| TABLE.get(s)) {
+        a.handler.store(libc::SIG_DFL, Ordering::Release);
+    }
+}
+
+/// `sigaction()`, with the program's handlers behind the trampoline.
+///
+/// # Safety
+/// As `sigaction(2)`: `act` and `oldact` are NULL or valid.
+pub(crate) unsafe fn sigaction(
+    signo: c_int,
+    act: *const libc::sigaction,
+    oldact: *mut libc::sigaction,
+) -> c_int {
+    let idx = match usize::try_from(signo) {
+        Ok(i) if (1..NSIG).contains(&i) && signo != libc::SIGKILL && signo != libc::SIGSTOP => i,
+        // The kernel's answer (EINVAL), from the kernel.
+        // SAFETY: the caller's pointers, passed on.
+        _ => return unsafe { (real().sigaction)(signo, act, oldact) },
+    };
+    let _section = critical::enter();
+    let mut masks = WRITE.lock().unwrap_or_else(|e| e.into_inner());
+    let prev = (
+        TABLE[idx].handler.load(Ordering::Acquire),
+        TABLE[idx].flags.load(Ordering::Acquire),
+        masks[idx],
+    );
+    // SAFETY: a zeroed sigaction is a valid value to be overwritten.
+    let mut was: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: the caller's promise for `act`, read once.
+    let new = unsafe { act.as_ref() }.copied();
+    let r = match new {
+        Some(a) if a.sa_sigaction != libc::SIG_DFL && a.sa_sigaction != libc::SIG_IGN => {
+            let mut ours = a;
+            ours.sa_sigaction = trampoline as *const () as usize;
+            ours.sa_flags = (a.sa_flags | libc::SA_SIGINFO) & !libc::SA_RESETHAND;
+            // The table first: a signal delivered as soon as the kernel has
+            // the trampoline must find the handler.
+            TABLE[idx].handler.store(a.sa_sigaction, Ordering::Release);
+            TABLE[idx].flags.store(a.sa_flags, Ordering::Release);
+            // SAFETY: live actions for a valid signal.
+            let r = unsafe { (real().sigaction)(signo, &ours, &mut was) };
+            if r == 0 {
+                masks[idx] = Some(a.sa_mask);
+                mark(&HANDLED, signo, true);
+                utimer::posix::signal_ignored(signo, false);
+            } else {
+                TABLE[idx].handler.store(prev.0, Ordering::Release);
+                TABLE[idx].flags.store(prev.1, Ordering::Release);
+            }
+            r
+        }
+        Some(a) => {
+            // SAFETY: as above.
+            let r = unsafe { (real().sigaction)(signo, &a, &mut was) };
+            if r == 0 {
+                TABLE[idx].handler.store(a.sa_sigaction, Ordering::Release);
+                TABLE[idx].flags.store(a.sa_flags, Ordering::Release);
+                masks[idx] = None;
+                mark(&HANDLED, signo, false);
+                utimer::posix::signal_ignored(signo, discards(signo, a.sa_sigaction));
+            }
+            r
+        }
+        // SAFETY: a live action to fill.
+        None => unsafe { (real().sigaction)(signo, std::ptr::null(), &mut was) },
+    };
+    drop(masks);
+    if r != 0 {
+        return r;
+    }
+    if !oldact.is_null() {
+        let mut old = was;
+        if was.sa_sigaction == trampoline as *const () as usize {
+            // The program's action, as it set it.
+            old.sa_sigaction = prev.0;
+            old.sa_flags = prev.1;
+            if let Some(m) = prev.2 {
+                old.sa_mask = m;
+            }
+        }
+        // SAFETY: non-null, and the caller promised it writable.
+        unsafe { oldact.write(old) };
+    }
+    0
+}
+
+/// `signal()` and its kin through [`sigaction`]: the handler with `flags`,
+/// its own signal added to the mask unless `SA_NODEFER`. Returns the old
+/// handler, or `SIG_ERR` with `errno`.
+///
+/// # Safety
+/// `handler` is `SIG_DFL`, `SIG_IGN` or a handler function.
+pub(crate) unsafe fn signal_with(signo: c_int, handler: usize, flags: c_int) -> usize {
+    if !(1..NSIG as c_int).contains(&signo) {
+        fail(libc::EINVAL);
+        return libc::SIG_ERR;
+    }
+    // SAFETY: zeroed sigactions are valid; the set calls write only them.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = handler;
+    act.sa_flags = flags;
+    // SAFETY: a live set.
+    unsafe {
+        libc::sigemptyset(&mut act.sa_mask);
+        if flags & libc::SA_NODEFER == 0 {
+            libc::sigaddset(&mut act.sa_mask, signo);
+        }
+    }
+    // SAFETY: as above.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: live actions.
+    if unsafe { sigaction(signo, &act, &mut old) } != 0 {
+        return libc::SIG_ERR;
+    }
+    old.sa_sigaction
+}
+
+/// Signals with a handler of the program's (bit `signo - 1`).
+static HANDLED: AtomicU64 = AtomicU64::new(0);
+/// Signals the program has waited for with the `sigwait` family.
+static WAITED: AtomicU64 = AtomicU64::new(0);
+/// Signals the program reads from a `signalfd`, where no acceptance can be
+/// seen.
+static READ_FROM_FD: AtomicU64 = AtomicU64::new(0);
+
+/// Tells utimer whether the acceptance of `signo` is now reported (a
+/// handler or a wait of the program's sees it, and no signalfd hides it).
+fn update_reporting(signo: c_int) {
+    let bit = 1u64 << (signo - 1);
+    let seen = (HANDLED.load(Ordering::Acquire) | WAITED.load(Ordering::Acquire)) & bit != 0;
+    let hidden = READ_FROM_FD.load(Ordering::Acquire) & bit != 0;
+    utimer::posix::report_acceptance(signo, seen && !hidden);
+}
+
+/// Marks `signo`'s bit in `set` and updates the reporting.
+fn mark(set: &AtomicU64, signo: c_int, on: bool) {
+    if !(1..NSIG as c_int).contains(&signo) {
+        return;
+    }
+    let bit = 1u64 << (signo - 1);
+    if on {
+        set.fetch_or(bit, Ordering::AcqRel);
+    } else {
+        set.fetch_and(!bit, Ordering::AcqRel);
+    }
+    update_reporting(signo);
+}
+
+/// Marks every signal of `set` in `which`.
+///
+/// # Safety
+/// `set` is NULL or a valid `sigset_t`.
+unsafe fn mark_all(which: &AtomicU64, set: *const libc::sigset_t) {
+    if set.is_null() {
+        return;
+    }
+    for signo in 1..NSIG as c_int {
+        // SAFETY: the caller's promise; sigismember only reads.
+        if unsafe { libc::sigismember(set, signo) } == 1 {
+            mark(which, signo, true);
+        }
+    }
+}
+
+/// The program accepted `info`: a utimer timer's signal gets the kernel's
+/// overrun, and a stale one is dropped. Returns false to drop it.
+///
+/// # Safety
+/// `info` is NULL or a writable `siginfo_t`.
+unsafe fn accepted(info: *mut libc::siginfo_t) -> bool {
+    // SAFETY: the caller's promise.
+    let Some(i) = (unsafe { info.as_ref() }) else {
+        return true;
+    };
+    if i.si_code != libc::SI_TIMER {
+        return true;
+    }
+    let Some(u) = crate::global::started() else {
+        return true;
+    };
+    let _section = critical::enter();
+    // SAFETY: a live system and the caller's siginfo_t.
+    unsafe { utimer_capi::utimer_timer_signal_accepted(u, info) != 0 }
+}
+
+/// `sigtimedwait()` (`timeout` NULL: `sigwaitinfo()`), reporting what it
+/// accepts and waiting on past a stale timer signal.
+///
+/// # Safety
+/// As glibc's.
+pub(crate) unsafe fn sigtimedwait(
+    set: *const libc::sigset_t,
+    info: *mut libc::siginfo_t,
+    timeout: *const libc::timespec,
+) -> c_int {
+    // SAFETY: the caller's promise.
+    unsafe { mark_all(&WAITED, set) };
+    // SAFETY: a zeroed siginfo_t is valid; the clock calls fill live values.
+    let mut own: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let out = if info.is_null() { &mut own as *mut _ } else { info };
+    let deadline = (!timeout.is_null()).then(|| {
+        // SAFETY: the caller's promise for `timeout`.
+        let t = unsafe { *timeout };
+        now_ns().saturating_add(
+            u64::try_from(t.tv_sec).unwrap_or(0).saturating_mul(1_000_000_000)
+                + u64::try_from(t.tv_nsec).unwrap_or(0),
+        )
+    });
+    let mut left = if timeout.is_null() { None } else {
+        // SAFETY: as above.
+        Some(unsafe { *timeout })
+    };
+    loop {
+        let r = match &left {
+            // SAFETY: glibc's functions with the caller's set and live values.
+            None => unsafe { (real().sigwaitinfo)(set, out) },
+            Some(t) => unsafe { (real().sigtimedwait)(set, out, t) },
+        };
+        // SAFETY: `out` is live.
+        if r <= 0 || unsafe { accepted(out) } {
+            return r;
+        }
+        // A stale timer signal: the kernel would never have delivered it.
+        if let Some(d) = deadline {
+            let rest = d.saturating_sub(now_ns());
+            left = Some(libc::timespec {
+                tv_sec: (rest / 1_000_000_000) as libc::time_t,
+                tv_nsec: (rest % 1_000_000_000) as libc::c_long,
+            });
+        }
+    }
+}
+
+/// `sigwait()`: as glibc's, an error number (0 on success), retried on
+/// `EINTR`.
+///
+/// # Safety
+/// As glibc's.
+pub(crate) unsafe fn sigwait(set: *const libc::sigset_t, sig: *mut c_int) -> c_int {
+    loop {
+        // SAFETY: the caller's set; a NULL info is allowed.
+        let r = unsafe { sigtimedwait(set, std::ptr::null_mut(), std::ptr::null()) };
+        if r > 0 {
+            if !sig.is_null() {
+                // SAFETY: the caller promised it writable.
+                unsafe { sig.write(r) };
+            }
+            return 0;
+        }
+        let e = crate::real::errno();
+        if e != libc::EINTR {
+            return e;
+        }
+    }
+}
+
+/// `signalfd()`: its signals' acceptance can no longer be seen.
+///
+/// # Safety
+/// As glibc's.
+pub(crate) unsafe fn signalfd(fd: c_int, mask: *const libc::sigset_t, flags: c_int) -> c_int {
+    // SAFETY: the caller's promise.
+    unsafe { mark_all(&READ_FROM_FD, mask) };
+    // SAFETY: glibc's function with the caller's arguments.
+    unsafe { (real().signalfd)(fd, mask, flags) }
+}
+
+/// CLOCK_MONOTONIC in ns.
+fn now_ns() -> u64 {
+    // SAFETY: a zeroed timespec is valid; clock_gettime fills it.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: a live timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64
+}

@@ -1,0 +1,258 @@
+//! `timerfd_create`, `timerfd_settime`, `timerfd_gettime`, and the
+//! descriptor calls that end a timerfd (`close`, `dup2`, `dup3`).
+//!
+//! A utimer timerfd is the C library's (`utimer_timerfd_create`: an
+//! eventfd the program reads, written through a private duplicate); the
+//! kernel's serve the `_ALARM` clocks, unknown flags, and
+//! `TFD_TIMER_CANCEL_ON_SET`. Which one a descriptor is, is two atomic
+//! loads (`utimer_capi::timerfd_clock`): a descriptor that is not a utimer
+//! timerfd goes to glibc untouched, so the kernel answers for it (`EINVAL`
+//! for a pipe, `EBADF` for a closed number, and its own timerfds).
+//!
+//! # Handing a timerfd to the kernel: `TFD_TIMER_CANCEL_ON_SET`
+//!
+//! Only the kernel knows when the wall clock is set, so a `CLOCK_REALTIME`
+//! timerfd armed with `TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET` becomes
+//! a kernel timerfd in place: one is made with the descriptor's status and
+//! descriptor flags, `dup3` puts it on the program's number (an atomic
+//! replacement: the number never names nothing), utimer's timer is deleted,
+//! and the kernel's is armed. The expiration count of the old one is not
+//! carried over; the new setting resets it anyway.
+
+use crate::critical;
+use crate::global::system;
+use crate::real::{fail, real};
+use std::ffi::c_int;
+use utimer::ClockId;
+use utimer_capi as capi;
+
+/// `timerfd_create()`.
+pub(crate) fn create(clock: libc::clockid_t, flags: c_int) -> c_int {
+    let _section = critical::enter();
+    let known = flags & !(libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) == 0;
+    match system() {
+        Some(u) if known && ClockId::from_raw(clock).is_some() => {
+            // SAFETY: a live system.
+            unsafe { capi::utimer_timerfd_create(u, clock, flags) }
+        }
+        // SAFETY: glibc's function, the caller's arguments.
+        _ => unsafe { (real().timerfd_create)(clock, flags) },
+    }
+}
+
+/// `timerfd_settime()`.
+///
+/// # Safety
+/// As glibc's.
+pub(crate) unsafe fn settime(
+    fd: c_int,
+    flags: c_int,
+    new: *const libc::itimerspec,
+    old: *mut libc::itimerspec,
+) -> c_int {
+    let _section = critical::enter();
+    let (Some(clock), Some(u)) = (capi::timerfd_clock(fd), system()) else {
+        // SAFETY: glibc's function, the caller's arguments.
+        return unsafe { (real().timerfd_settime)(fd, flags, new, old) };
+    };
+    let valid = libc::TFD_TIMER_ABSTIME | libc::TFD_TIMER_CANCEL_ON_SET;
+    if flags & !valid != 0 {
+        return fail(libc::EINVAL);
+    }
+    let cancel = libc::TFD_TIMER_ABSTIME | libc::TFD_TIMER_CANCEL_ON_SET;
+    if flags & cancel == cancel && clock == libc::CLOCK_REALTIME {
+        // SAFETY: the caller's pointers.
+        return unsafe { hand_to_kernel(u, fd, flags, new, old) };
+    }
+    // SAFETY: the caller's pointers; CANCEL_ON_SET means nothing here (the
+    // kernel ignores it without both ABSTIME and a REALTIME clock).
+    unsafe {
+        capi::utimer_timerfd_settime(u, fd, flags & libc::TFD_TIMER_ABSTIME, new, old)
+    }
+}
+
+/// `TFD_TIMER_CANCEL_ON_SET`: the kernel's timerfd replaces utimer's on the
+/// same descriptor number (module docs).
+///
+/// # Safety
+/// As `settime`.
+unsafe fn hand_to_kernel(
+    u: *mut capi::utimer_t,
+    fd: c_int,
+    flags: c_int,
+    new: *const libc::itimerspec,
+    old: *mut libc::itimerspec,
+) -> c_int {
+    // Refuse what the kernel would refuse before touching anything.
+    // SAFETY: the caller's pointer, read once if non-null.
+    let Some(spec) = (unsafe { new.as_ref() }) else {
+        return fail(libc::EFAULT);
+    };
+    if utimer::ItimerSpec::from_c(spec).is_err() {
+        return fail(libc::EINVAL);
+    }
+    // SAFETY: a zeroed itimerspec is a valid value to fill.
+    let mut was: libc::itimerspec = unsafe { std::mem::zeroed() };
+    // SAFETY: a live system, a live out value.
+    if unsafe { capi::utimer_timerfd_gettime(u, fd, &mut was) } != 0 {
+        return -1;
+    }
+    // SAFETY: fcntl reads the flags of a descriptor we checked is open.
+    let (status, fdflags) = unsafe { (libc::fcntl(fd, libc::F_GETFL), libc::fcntl(fd, libc::F_GETFD)) };
+    if status < 0 || fdflags < 0 {
+        return -1;
+    }
+    let tfd_flags = libc::TFD_CLOEXEC | (status & libc::O_NONBLOCK);
+    // SAFETY: glibc's function.
+    let k = unsafe { (real().timerfd_create)(libc::CLOCK_REALTIME, tfd_flags) };
+    if k < 0 {
+        return -1;
+    }
+    let cloexec = if fdflags & libc::FD_CLOEXEC != 0 {
+        libc::O_CLOEXEC
+    } else {
+        0
+    };
+    // SAFETY: a live system; `fd` is its timerfd.
+    unsafe { capi::utimer_timerfd_release(u, fd) };
+    // SAFETY: descriptors we own (`k`) and the program's (`fd`), which it
+    // asked to re-arm: the replacement keeps its number and flags.
+    unsafe {
+        if (real().dup3)(k, fd, cloexec) < 0 {
+            let e = crate::real::errno();
+            (real().close)(k);
+            return fail(e);
+        }
+        (real().close)(k);
+        if (real().timerfd_settime)(fd, flags, new, std::ptr::null_mut()) != 0 {
+            return -1;
+        }
+        if !old.is_null() {
+            old.write(was);
+        }
+    }
+    0
+}
+
+/// `timerfd_gettime()`.
+///
+/// # Safety
+/// As glibc's.
+pub(crate) unsafe fn gettime(fd: c_int, cur: *mut libc::itimerspec) -> c_int {
+    let _section = critical::enter();
+    match (capi::timerfd_clock(fd), system()) {
+        // SAFETY: a live system, the caller's pointer.
+        (Some(_), Some(u)) => unsafe { capi::utimer_timerfd_gettime(u, fd, cur) },
+        // SAFETY: glibc's function, the caller's arguments.
+        _ => unsafe { (real().timerfd_gettime)(fd, cur) },
+    }
+}
+
+/// Ends the utimer timerfd on `fd`, if there is one, before the number is
+/// closed or replaced.
+fn release(fd: c_int) {
+    if capi::timerfd_clock(fd).is_none() {
+        return;
+    }
+    let _section = critical::enter();
+    if let Some(u) = system() {
+        // SAFETY: a live system.
+        unsafe { capi::utimer_timerfd_release(u, fd) };
+    }
+}
+
+/// `close()`.
+pub(crate) fn close(fd: c_int) -> c_int {
+    release(fd);
+    // SAFETY: glibc's function.
+    unsafe { (real().close)(fd) }
+}
+
+/// Whether `fd` is open.
+fn is_open(fd: c_int) -> bool {
+    // SAFETY: F_GETFD takes an integer and reads nothing of ours.
+    unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
+}
+
+/// After a duplicate `new` of `old` was made: if `old` is a utimer
+/// timerfd, `new` names its timer too.
+fn duplicated(old: c_int, new: c_int) {
+    if new < 0 || capi::timerfd_clock(old).is_none() {
+        return;
+    }
+    let _section = critical::enter();
+    if let Some(u) = system() {
+        // SAFETY: a live system.
+        unsafe { capi::utimer_timerfd_dup(u, old, new) };
+    }
+}
+
+/// `dup()`.
+pub(crate) fn dup(old: c_int) -> c_int {
+    // SAFETY: glibc's function.
+    let new = unsafe { (real().dup)(old) };
+    duplicated(old, new);
+    new
+}
+
+/// `dup2()`: a timerfd on `new` ends when another file replaces it, and a
+/// duplicate of a timerfd names its timer.
+pub(crate) fn dup2(old: c_int, new: c_int) -> c_int {
+    if old != new && is_open(old) {
+        release(new);
+    }
+    // SAFETY: glibc's function.
+    let r = unsafe { (real().dup2)(old, new) };
+    if old != new {
+        duplicated(old, r);
+    }
+    r
+}
+
+/// `dup3()`, as `dup2`.
+pub(crate) fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    if old != new && is_open(old) && flags & !libc::O_CLOEXEC == 0 {
+        release(new);
+    }
+    // SAFETY: glibc's function.
+    let r = unsafe { (real().dup3)(old, new, flags) };
+    if old != new {
+        duplicated(old, r);
+    }
+    r
+}
+
+/// `fcntl()` and `fcntl64()`: `F_DUPFD` and `F_DUPFD_CLOEXEC` of a timerfd
+/// name its timer; every command goes to glibc with its argument as given
+/// (an integer or a pointer, one machine word, as the variadic call passed
+/// it).
+///
+/// # Safety
+/// As glibc's.
+pub(crate) unsafe fn fcntl(
+    fd: c_int,
+    cmd: c_int,
+    arg: usize,
+    real_fn: unsafe extern "C" fn(c_int, c_int, usize) -> c_int,
+) -> c_int {
+    // SAFETY: glibc's function, the caller's arguments.
+    let r = unsafe { real_fn(fd, cmd, arg) };
+    if cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC {
+        duplicated(fd, r);
+    }
+    r
+}
+
+/// `write()`: a timerfd cannot be written (`EINVAL`, as the kernel's);
+/// every other descriptor goes to glibc.
+///
+/// # Safety
+/// As glibc's.
+pub(crate) unsafe fn write(fd: c_int, buf: *const libc::c_void, n: libc::size_t) -> libc::ssize_t {
+    if capi::timerfd_clock(fd).is_some() {
+        fail(libc::EINVAL);
+        return -1;
+    }
+    // SAFETY: glibc's function, the caller's arguments.
+    unsafe { (real().write)(fd, buf, n) }
+}

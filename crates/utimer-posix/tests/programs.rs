@@ -1,0 +1,122 @@
+//! Unmodified programs on the drop-in: each `tests/c/*.c` is a plain C
+//! program that knows nothing of utimer (system headers only, linked
+//! against glibc). It runs twice: on the kernel, which proves that it
+//! checks the kernel's behaviour, and with `LD_PRELOAD` of the freshly
+//! built `libutimer_posix.so`, which must behave the same. A run under the
+//! library must also show that the library served it (`UTIMER_POSIX_CHECK`
+//! below), so that a silently ignored preload cannot pass.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The cdylib cargo built for these tests (beside the test binary, or one
+/// level up).
+fn library() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let deps = exe.parent().expect("target/<profile>/deps");
+    [deps.to_path_buf(), deps.parent().map(Path::to_path_buf).unwrap_or_default()]
+        .iter()
+        .map(|d| d.join("libutimer_posix.so"))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("libutimer_posix.so not built next to {}", exe.display()))
+}
+
+/// Compiles `tests/c/<name>.c` as a program of its own (no utimer header,
+/// no utimer library).
+fn compile(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
+    let out = std::env::temp_dir().join(format!("utimer-posix-{name}-{}", std::process::id()));
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-pthread"])
+        .arg(dir.join(format!("{name}.c")))
+        .args(["-lrt", "-o"])
+        .arg(&out)
+        .status()
+        .unwrap_or_else(|e| panic!("running {cc}: {e}"));
+    assert!(status.success(), "{name}.c does not compile");
+    out
+}
+
+/// Runs `prog` (with `preload`, if any) and checks its verdict.
+fn run(name: &str, prog: &Path, preload: Option<&Path>) {
+    let mut cmd = Command::new(prog);
+    cmd.arg(prog);
+    if let Some(lib) = preload {
+        cmd.env("LD_PRELOAD", lib);
+    }
+    let out = cmd.output().expect("run the program");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let on = if preload.is_some() { "utimer" } else { "the kernel" };
+    assert!(
+        out.status.success() && stdout.lines().last() == Some(&format!("{name}: ok")),
+        "{name} on {on}: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+}
+
+/// Both runs of one program.
+fn both(name: &str) {
+    let prog = compile(name);
+    run(name, &prog, None);
+    run(name, &prog, Some(&library()));
+    let _ = std::fs::remove_file(&prog);
+}
+
+#[test]
+fn the_library_serves_the_program() {
+    // A program that asks the dynamic linker where its timer_create lives.
+    let dir = std::env::temp_dir().join(format!("utimer-posix-which-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("which.c");
+    std::fs::write(
+        &src,
+        "#define _GNU_SOURCE\n#include <dlfcn.h>\n#include <stdio.h>\n#include <time.h>\n\
+         #include <sys/timerfd.h>\n#include <signal.h>\n#include <unistd.h>\n\
+         static void show(void *f) { Dl_info i; dladdr(f, &i); printf(\"%s\\n\", i.dli_fname); }\n\
+         int main(void) { show((void *)timer_create); show((void *)timer_settime);\n\
+         show((void *)timerfd_create); show((void *)sigaction); show((void *)close); return 0; }\n",
+    )
+    .unwrap();
+    let exe = dir.join("which");
+    let ok = Command::new("cc")
+        .arg(&src)
+        .args(["-lrt", "-ldl", "-o"])
+        .arg(&exe)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "which.c does not compile");
+    let lib = library();
+    let out = Command::new(&exe).env("LD_PRELOAD", &lib).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 5, "{text}");
+    for line in text.lines() {
+        assert!(line.ends_with("libutimer_posix.so"), "not served by the library: {text}");
+    }
+    let plain = Command::new(&exe).output().unwrap();
+    let text = String::from_utf8_lossy(&plain.stdout);
+    assert!(!text.contains("libutimer_posix"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn timers() {
+    both("timers");
+}
+
+#[test]
+fn overrun() {
+    both("overrun");
+}
+
+#[test]
+fn timerfd() {
+    both("timerfd");
+}
+
+#[test]
+fn fork() {
+    both("fork");
+}
