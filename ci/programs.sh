@@ -27,9 +27,10 @@
 #             at --timer-freq 100000 (and --timer-rand: +-12.5% jitter);
 #   timerfd   timerfd_create/settime/gettime, poll() + read() (and
 #             --timerfd-rand: re-armed after every expiry);
-#   clock     timer_create() on every clock id (SIGEV_NONE), one-shot
-#             timer_settime(), timer_gettime/getoverrun/delete, beside the
-#             clock_* calls;
+#   clock     timer_create() on CLOCK_REALTIME, CLOCK_MONOTONIC and
+#             CLOCK_THREAD_CPUTIME_ID (SIGEV_NONE), one-shot timer_settime()
+#             of 1-5000 ns, timer_gettime/getoverrun/delete, beside the
+#             clock_* calls (its CPU-time timer may stay the kernel's);
 #   hrtimers  8 forked processes, each with its own POSIX timer at random
 #             periods of 1 to 65536 ns, signal handler.
 # stress-ng 0.15.06's timer and timerfd stressors declare no --verify mode
@@ -45,15 +46,17 @@
 # `sudo -n` when that works, else it is skipped (printed, not a failure).
 # A run fails on a non-zero exit, a hang, or fewer samples than loops.
 #
-# The preload is checked, not assumed (unless LIB=none): every preload run
-# must have LIB mapped (/proc/PID/maps of the program or a descendant,
-# sampled while it runs), and one LD_DEBUG=bindings run of each program
-# must bind every timer_*/timerfd_* symbol that the program itself imports
-# (those it binds to libc without the preload) to LIB. The table also
-# shows the most kernel POSIX timers seen in /proc/PID/timers during each
-# run: a user-space timer is not one of them, so a preload run of timer,
-# hrtimers or cyclictest that shows one is marked (a failure with
-# USER_TIMERS=1): the library forwarded the call to the kernel.
+# The preload is checked, not assumed (unless LIB=none): in every preload
+# run ld.so must have loaded and initialised LIB (each run has
+# LD_DEBUG=files, whose log says "calling init: LIB"; /proc/PID/maps of
+# the program, sampled while it runs, counts too), no kernel run may have
+# it, and one LD_DEBUG=bindings run of each program must bind every
+# timer_*/timerfd_* symbol that the program itself imports (those it binds
+# to libc without the preload) to LIB. The table also shows the most
+# kernel POSIX timers seen in /proc/PID/timers during each run: a
+# user-space timer is not one of them, so a preload run of timer, hrtimers
+# or cyclictest that shows one is marked (a failure with USER_TIMERS=1):
+# the library forwarded the call to the kernel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -145,23 +148,30 @@ tree_pids() {
 
 # run_side SIDE LOG TIMEOUT CMD...: runs CMD on the kernel (SIDE k) or
 # with the preload (SIDE p; the kernel again when LIB=none), output in LOG,
-# and samples its process tree every 0.5 s. Sets run_rc, run_hung,
-# run_mapped (yes/no: LIB seen in a /proc/PID/maps) and run_ktimers (the
-# most kernel POSIX timers in the tree's /proc/PID/timers at one sample).
+# and samples its process tree (every 0.1 s, then every 0.5 s). Sets
+# run_rc, run_hung, run_mapped (yes/no: ld.so initialised LIB in this run,
+# or LIB seen in a /proc/PID/maps) and run_ktimers (the most kernel POSIX
+# timers in the tree's /proc/PID/timers at one sample; a busy program can
+# starve the sampler, so this one can only undercount).
 run_side() {
   local side=$1 log=$2 limit=$3
   shift 3
-  local envs=(env -u LD_PRELOAD)
-  [ "$side" = p ] && [ -n "$lib" ] && envs=(env LD_PRELOAD="$lib")
+  # LD_DEBUG=files on both sides: ld.so logs, at startup only, each
+  # object it loads and initialises.
+  local envs=(env -u LD_PRELOAD LD_DEBUG=files LD_DEBUG_OUTPUT="$log.ld")
+  [ "$side" = p ] && [ -n "$lib" ] && envs=(env LD_PRELOAD="$lib" LD_DEBUG=files LD_DEBUG_OUTPUT="$log.ld")
   # In the scratch directory: stress-ng wants its working directory
   # writable and leaves its temporary files there.
   (cd "$tmp/run" && exec "${run_priv[@]}" timeout -k 5 "$limit" "${envs[@]}" "$@") >"$log" 2>&1 &
-  local pid=$! p n comm start=$SECONDS
+  local pid=$! p n comm start=$SECONDS samples=0
   run_limit=$limit
   run_mapped=no
   run_ktimers=0
   while alive "$pid"; do
-    sleep 0.5
+    # The first samples early: a busy program (hrtimers' SCHED_RR
+    # children) can starve this loop for the rest of its run.
+    if [ $samples -lt 5 ]; then sleep 0.1; else sleep 0.5; fi
+    samples=$((samples + 1))
     n=0
     for p in $(tree_pids "$pid"); do
       # Not the wrappers (GNU timeout has a POSIX timer of its own).
@@ -176,6 +186,9 @@ run_side() {
   done
   run_rc=0
   wait "$pid" || run_rc=$?
+  if [ -n "$lib" ] && grep -qF "calling init: $lib" "$log".ld.* 2>/dev/null; then
+    run_mapped=yes
+  fi
   run_hung=no
   [ $((SECONDS - start)) -ge "$limit" ] && run_hung=yes
   return 0
@@ -275,7 +288,7 @@ check_mapped() {
   elif grep -q 'cannot be preloaded' "$log"; then
     unmapped="not preloaded: $(grep -m1 'cannot be preloaded' "$log" | sed 's/^ERROR: ld.so: //')"
   elif [ "$run_mapped" != yes ]; then
-    unmapped="library not mapped (/proc/PID/maps)"
+    unmapped="library not loaded (no \"calling init\" from ld.so, not in /proc/PID/maps)"
   fi
   [ -z "$unmapped" ] || fail "$what: $unmapped"
 }
@@ -490,7 +503,7 @@ fi
   echo "### The preload in effect"
   echo
   if [ -n "$lib" ]; then
-    echo "Every preload run had the library mapped (\`/proc/PID/maps\`, sampled during the run), or it failed. \`LD_DEBUG=bindings\`, one run each:"
+    echo "Every preload run had the library loaded and initialised (its \`LD_DEBUG=files\` log, or \`/proc/PID/maps\` during the run), or it failed. \`LD_DEBUG=bindings\`, one run of each program:"
   else
     echo "Not checked (LIB=none). The timer symbols that each program binds itself (from \`LD_DEBUG=bindings\`):"
   fi
@@ -498,7 +511,7 @@ fi
   printf '%s\n' "${bind_report[@]}"
   echo
   echo "Targets (printed, not enforced): stress-ng bogo-ops/s ≥ the kernel's; cyclictest avg and p99 within 1.2× of the kernel's."
-  echo "\"Kernel POSIX timers seen\" is the most timers listed in \`/proc/PID/timers\` over the program's processes at one 0.5 s sample: timers the kernel keeps, which a user-space timer is not."
+  echo "\"Kernel POSIX timers seen\" is the most timers listed in \`/proc/PID/timers\` over the program's processes at one sample (every 0.1 s, then 0.5 s): timers the kernel keeps, which a user-space timer is not."
 } >"$tmp/table.md"
 cat "$tmp/table.md"
 if [ -n "$out" ]; then

@@ -124,6 +124,7 @@ pub const GROUPS: &[&str] = &[
     "posix-lookup",
     "posix-workload2025",
     "posix-costs",
+    "posix-dropin",
     "posix-latency",
     "latency",
     "async",

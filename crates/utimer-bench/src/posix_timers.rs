@@ -7,7 +7,7 @@
 //! spinlock, `idr_lock`. The patch's benchmark: 16 processes calling
 //! `timer_gettime()` on a 2x4x2 (16 CPU) machine took 78.7 s before (98% of
 //! the CPU time spinning in `lock_timer`) and 3.3 s after the lookup became
-//! an RCU read. Four groups, all named `posix-*` so that `--filter posix-`
+//! an RCU read. Five groups, all named `posix-*` so that `--filter posix-`
 //! selects them together:
 //!
 //! * **`posix-lookup`** ([`lookup`]): `timer_gettime` throughput of N
@@ -17,6 +17,8 @@
 //!   kernel's 2025 rework: create, `timer_getoverrun`, delete;
 //! * **`posix-costs`** ([`costs`]): single-thread costs, utimer vs the
 //!   kernel syscall;
+//! * **`posix-dropin`** ([`dropin`]): the same calls as a program makes
+//!   them, through the drop-in library, vs glibc's system calls;
 //! * **`posix-latency`** ([`latency`]): wake-up lateness of hrtimers and
 //!   sleeps vs timerfd and tokio.
 //!
@@ -24,6 +26,7 @@
 //! armed timers) lives in [`timers`].
 
 mod costs;
+mod dropin;
 mod latency;
 mod lookup;
 mod timers;
@@ -31,10 +34,11 @@ mod workload2025;
 
 use super::Runner;
 
-/// Runs the four groups, in this order.
+/// Runs the five groups, in this order.
 pub(crate) fn run(r: &mut Runner) {
     lookup::run(r);
     workload2025::run(r);
     costs::run(r);
+    dropin::run(r);
     latency::run(r);
 }

@@ -179,6 +179,35 @@ int utimer_timer_fd(struct utimer_t *u,
                     int timerid);
 
 /*
+ Reports that the program accepted signal `*info` (a handler got it, or
+ `sigwaitinfo` returned it), so that a signal of one of `u`'s timers
+ follows the kernel (`posixtimer_deliver_signal()`): its `si_overrun`
+ becomes every expiry since the one that queued it, up to now, and the
+ timer runs on; a signal queued before the timer was re-armed or
+ deleted is stale, and the kernel drops it.
+
+ Returns 1: deliver `*info` (its `si_overrun` updated); 0: stale, drop
+ it; -1 with `errno = EINVAL`: not a signal of `u`'s timers (NULL `u` or
+ `info` too), deliver it unchanged.
+
+ # Safety
+ `u` is NULL or live; `info` is NULL or a writable `siginfo_t`.
+ */
+int utimer_timer_signal_accepted(struct utimer_t *u,
+                                 siginfo_t *info);
+
+/*
+ Says whether the program reports every acceptance of signal `signo`
+ with `utimer_timer_signal_accepted()` (`reported` non-zero): a
+ `SIGEV_THREAD_ID` timer, whose target thread's pending signals cannot
+ be seen from user space, then queues its next signal only once the last
+ one was accepted, as the kernel's does. Process-wide; other signal
+ numbers are ignored.
+ */
+void utimer_report_acceptance(int signo,
+                              int reported);
+
+/*
  Opens a timer system with `workers` worker threads (0: one per CPU the
  process may run on), which run the timers' callbacks and sleep tickless
  when idle.
@@ -243,6 +272,104 @@ uint64_t utimer_msecs_to_jiffies(const struct utimer_t *u,
  The crate's version as a C string constant, e.g. for logs.
  */
 const char *utimer_version(void);
+
+/*
+ Creates a timerfd on `clock` (`CLOCK_MONOTONIC`, `CLOCK_REALTIME`,
+ `CLOCK_BOOTTIME`), disarmed: the kernel's `timerfd_create()`. `flags`:
+ `TFD_NONBLOCK`, `TFD_CLOEXEC`. The descriptor reads, polls and blocks as
+ a timerfd (see the module docs for the few differences); close it with
+ `utimer_timerfd_close()`.
+
+ Returns the descriptor, or -1 with `errno`: `EINVAL` (NULL `u`, another
+ clock, other flags), `EMFILE`/`ENFILE` (no descriptor left), `EAGAIN`
+ (no timer ID left).
+
+ # Safety
+ `u` is NULL or live.
+ */
+int utimer_timerfd_create(struct utimer_t *u,
+                          clockid_t clock,
+                          int flags);
+
+/*
+ Arms (or, with a zero `it_value`, disarms) timerfd `fd` and stores the
+ previous setting in `*old_value` if not NULL: the kernel's
+ `timerfd_settime()`. `flags`: 0 or `TFD_TIMER_ABSTIME`. Resets the
+ expiration count: a read then waits for the next expiry.
+
+ Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, a descriptor that is
+ no utimer timerfd, other flags, a bad timespec), `EBADF` (a descriptor
+ that is not open), `EFAULT` (NULL `new_value`, as the kernel).
+
+ # Safety
+ `u` is NULL or live; `new_value` is NULL or readable; `old_value` is
+ NULL or writable.
+ */
+int utimer_timerfd_settime(struct utimer_t *u,
+                           int fd,
+                           int flags,
+                           const struct itimerspec *new_value,
+                           struct itimerspec *old_value);
+
+/*
+ Stores the time to timerfd `fd`'s next expiry and its interval in
+ `*curr_value` (zero: disarmed): the kernel's `timerfd_gettime()`.
+
+ Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, a descriptor that is
+ no utimer timerfd), `EBADF` (not open), `EFAULT` (NULL `curr_value`).
+
+ # Safety
+ `u` is NULL or live; `curr_value` is NULL or writable.
+ */
+int utimer_timerfd_gettime(struct utimer_t *u,
+                           int fd,
+                           struct itimerspec *curr_value);
+
+/*
+ Forgets timerfd `fd` without closing the descriptor: deletes its timer
+ (no expiry is written after this returns) and frees the number in the
+ table. For a program that is about to close or replace the number
+ itself (the drop-in library's `close`, `dup2`, `dup3`).
+
+ Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, no utimer timerfd of
+ `u`), `EBADF` (not open).
+
+ # Safety
+ `u` is NULL or live.
+ */
+int utimer_timerfd_release(struct utimer_t *u,
+                           int fd);
+
+/*
+ Registers `newfd`, a duplicate of timerfd `oldfd` (`dup`, `dup2`,
+ `fcntl(F_DUPFD)`), as another name of its timer: the `utimer_timerfd_*`
+ calls then take it too, and the timer lives until every name is
+ released. `newfd` must not name another utimer timerfd (release it
+ first).
+
+ Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, `oldfd` is no
+ utimer timerfd, `newfd` already names one, or is negative), `EBADF`
+ (`oldfd` not open).
+
+ # Safety
+ `u` is NULL or live.
+ */
+int utimer_timerfd_dup(struct utimer_t *u,
+                       int oldfd,
+                       int newfd);
+
+/*
+ Closes timerfd `fd`: deletes its timer, then closes the descriptor (the
+ `close` of a utimer timerfd).
+
+ Returns 0, or -1 with `errno` as `utimer_timerfd_release()`, or as
+ `close()`.
+
+ # Safety
+ `u` is NULL or live.
+ */
+int utimer_timerfd_close(struct utimer_t *u,
+                         int fd);
 
 /*
  Allocates a wheel timer of `u` that calls `fn(timer, arg)` on a worker

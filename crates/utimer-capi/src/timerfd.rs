@@ -37,9 +37,9 @@
 
 use crate::ffi::{errno, guard, handle, Errno};
 use crate::system::utimer_t;
+use std::collections::HashMap;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::raw::c_int;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicPtr, Ordering};
 use std::sync::Mutex;
 use utimer::{ClockId, ItimerSpec, TimerId};
@@ -183,11 +183,7 @@ pub unsafe extern "C" fn utimer_timerfd_create(
         // SAFETY: duplicates a descriptor we own.
         let ours = cvt(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) })?;
         let slot = TABLE.slot(fd, true).ok_or(libc::EMFILE)?;
-        let id = u
-            .sys
-            .posix()
-            .timerfd_create(clock, ours)
-            .map_err(errno)?;
+        let id = u.sys.posix().timerfd_create(clock, ours).map_err(errno)?;
         names(id, 1);
         slot.store(pack(id, raw_clock), Ordering::Release);
         Ok(std::os::fd::IntoRawFd::into_raw_fd(theirs))

@@ -78,3 +78,8 @@ fn wheel_timers() {
 fn event_loop() {
     compile_and_run("loop");
 }
+
+#[test]
+fn timerfds_and_signal_acceptance() {
+    compile_and_run("timerfd");
+}

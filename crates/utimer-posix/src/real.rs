@@ -10,38 +10,55 @@ use std::sync::OnceLock;
 pub(crate) type timer_t = *mut c_void;
 
 /// The functions passed through.
+type TimerCreateFn =
+    unsafe extern "C" fn(libc::clockid_t, *mut libc::sigevent, *mut timer_t) -> c_int;
+type TimerSettimeFn =
+    unsafe extern "C" fn(timer_t, c_int, *const libc::itimerspec, *mut libc::itimerspec) -> c_int;
+type TimerGettimeFn = unsafe extern "C" fn(timer_t, *mut libc::itimerspec) -> c_int;
+type TimerGetoverrunFn = unsafe extern "C" fn(timer_t) -> c_int;
+type TimerDeleteFn = unsafe extern "C" fn(timer_t) -> c_int;
+type TimerfdCreateFn = unsafe extern "C" fn(libc::clockid_t, c_int) -> c_int;
+type TimerfdSettimeFn =
+    unsafe extern "C" fn(c_int, c_int, *const libc::itimerspec, *mut libc::itimerspec) -> c_int;
+type TimerfdGettimeFn = unsafe extern "C" fn(c_int, *mut libc::itimerspec) -> c_int;
+type SigactionFn =
+    unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
+type SigwaitinfoFn = unsafe extern "C" fn(*const libc::sigset_t, *mut libc::siginfo_t) -> c_int;
+type SigtimedwaitFn = unsafe extern "C" fn(
+    *const libc::sigset_t,
+    *mut libc::siginfo_t,
+    *const libc::timespec,
+) -> c_int;
+type SignalfdFn = unsafe extern "C" fn(c_int, *const libc::sigset_t, c_int) -> c_int;
+type CloseFn = unsafe extern "C" fn(c_int) -> c_int;
+type WriteFn = unsafe extern "C" fn(c_int, *const c_void, libc::size_t) -> libc::ssize_t;
+type DupFn = unsafe extern "C" fn(c_int) -> c_int;
+type Dup2Fn = unsafe extern "C" fn(c_int, c_int) -> c_int;
+type FcntlFn = unsafe extern "C" fn(c_int, c_int, usize) -> c_int;
+type Fcntl64Fn = unsafe extern "C" fn(c_int, c_int, usize) -> c_int;
+type Dup3Fn = unsafe extern "C" fn(c_int, c_int, c_int) -> c_int;
+
+/// The functions passed through.
 pub(crate) struct Real {
-    pub(crate) timer_create:
-        unsafe extern "C" fn(libc::clockid_t, *mut libc::sigevent, *mut timer_t) -> c_int,
-    pub(crate) timer_settime: unsafe extern "C" fn(
-        timer_t,
-        c_int,
-        *const libc::itimerspec,
-        *mut libc::itimerspec,
-    ) -> c_int,
-    pub(crate) timer_gettime: unsafe extern "C" fn(timer_t, *mut libc::itimerspec) -> c_int,
-    pub(crate) timer_getoverrun: unsafe extern "C" fn(timer_t) -> c_int,
-    pub(crate) timer_delete: unsafe extern "C" fn(timer_t) -> c_int,
-    pub(crate) timerfd_create: unsafe extern "C" fn(libc::clockid_t, c_int) -> c_int,
-    pub(crate) timerfd_settime:
-        unsafe extern "C" fn(c_int, c_int, *const libc::itimerspec, *mut libc::itimerspec) -> c_int,
-    pub(crate) timerfd_gettime: unsafe extern "C" fn(c_int, *mut libc::itimerspec) -> c_int,
-    pub(crate) sigaction:
-        unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int,
-    pub(crate) sigwaitinfo: unsafe extern "C" fn(*const libc::sigset_t, *mut libc::siginfo_t) -> c_int,
-    pub(crate) sigtimedwait: unsafe extern "C" fn(
-        *const libc::sigset_t,
-        *mut libc::siginfo_t,
-        *const libc::timespec,
-    ) -> c_int,
-    pub(crate) signalfd: unsafe extern "C" fn(c_int, *const libc::sigset_t, c_int) -> c_int,
-    pub(crate) close: unsafe extern "C" fn(c_int) -> c_int,
-    pub(crate) write: unsafe extern "C" fn(c_int, *const c_void, libc::size_t) -> libc::ssize_t,
-    pub(crate) dup: unsafe extern "C" fn(c_int) -> c_int,
-    pub(crate) dup2: unsafe extern "C" fn(c_int, c_int) -> c_int,
-    pub(crate) fcntl: unsafe extern "C" fn(c_int, c_int, usize) -> c_int,
-    pub(crate) fcntl64: unsafe extern "C" fn(c_int, c_int, usize) -> c_int,
-    pub(crate) dup3: unsafe extern "C" fn(c_int, c_int, c_int) -> c_int,
+    pub(crate) timer_create: TimerCreateFn,
+    pub(crate) timer_settime: TimerSettimeFn,
+    pub(crate) timer_gettime: TimerGettimeFn,
+    pub(crate) timer_getoverrun: TimerGetoverrunFn,
+    pub(crate) timer_delete: TimerDeleteFn,
+    pub(crate) timerfd_create: TimerfdCreateFn,
+    pub(crate) timerfd_settime: TimerfdSettimeFn,
+    pub(crate) timerfd_gettime: TimerfdGettimeFn,
+    pub(crate) sigaction: SigactionFn,
+    pub(crate) sigwaitinfo: SigwaitinfoFn,
+    pub(crate) sigtimedwait: SigtimedwaitFn,
+    pub(crate) signalfd: SignalfdFn,
+    pub(crate) close: CloseFn,
+    pub(crate) write: WriteFn,
+    pub(crate) dup: DupFn,
+    pub(crate) dup2: Dup2Fn,
+    pub(crate) fcntl: FcntlFn,
+    pub(crate) fcntl64: Fcntl64Fn,
+    pub(crate) dup3: Dup3Fn,
 }
 
 static REAL: OnceLock<Real> = OnceLock::new();
@@ -84,35 +101,35 @@ fn die(name: &CStr) -> ! {
 }
 
 macro_rules! sym {
-    ($name:literal, $($v:literal),*) => {{
+    ($ty:ty: $name:literal, $($v:literal),*) => {{
         let p = find($name, &[$($v),*]);
         // SAFETY: glibc's function of that name and version has the
         // signature of the field it is stored in (glibc's prototype).
-        unsafe { std::mem::transmute::<*mut c_void, _>(p) }
+        unsafe { std::mem::transmute::<*mut c_void, $ty>(p) }
     }};
 }
 
 fn resolve() -> Real {
     Real {
-        timer_create: sym!(c"timer_create", c"GLIBC_2.34", c"GLIBC_2.3.3"),
-        timer_settime: sym!(c"timer_settime", c"GLIBC_2.34", c"GLIBC_2.3.3"),
-        timer_gettime: sym!(c"timer_gettime", c"GLIBC_2.34", c"GLIBC_2.3.3"),
-        timer_getoverrun: sym!(c"timer_getoverrun", c"GLIBC_2.34", c"GLIBC_2.3.3"),
-        timer_delete: sym!(c"timer_delete", c"GLIBC_2.34", c"GLIBC_2.3.3"),
-        timerfd_create: sym!(c"timerfd_create", c"GLIBC_2.8"),
-        timerfd_settime: sym!(c"timerfd_settime", c"GLIBC_2.8"),
-        timerfd_gettime: sym!(c"timerfd_gettime", c"GLIBC_2.8"),
-        sigaction: sym!(c"sigaction", c"GLIBC_2.2.5"),
-        sigwaitinfo: sym!(c"sigwaitinfo", c"GLIBC_2.2.5"),
-        sigtimedwait: sym!(c"sigtimedwait", c"GLIBC_2.2.5"),
-        signalfd: sym!(c"signalfd", c"GLIBC_2.7"),
-        close: sym!(c"close", c"GLIBC_2.2.5"),
-        write: sym!(c"write", c"GLIBC_2.2.5"),
-        dup: sym!(c"dup", c"GLIBC_2.2.5"),
-        dup2: sym!(c"dup2", c"GLIBC_2.2.5"),
-        fcntl: sym!(c"fcntl", c"GLIBC_2.2.5"),
-        fcntl64: sym!(c"fcntl64", c"GLIBC_2.28", c"GLIBC_2.2.5"),
-        dup3: sym!(c"dup3", c"GLIBC_2.9"),
+        timer_create: sym!(TimerCreateFn: c"timer_create", c"GLIBC_2.34", c"GLIBC_2.3.3"),
+        timer_settime: sym!(TimerSettimeFn: c"timer_settime", c"GLIBC_2.34", c"GLIBC_2.3.3"),
+        timer_gettime: sym!(TimerGettimeFn: c"timer_gettime", c"GLIBC_2.34", c"GLIBC_2.3.3"),
+        timer_getoverrun: sym!(TimerGetoverrunFn: c"timer_getoverrun", c"GLIBC_2.34", c"GLIBC_2.3.3"),
+        timer_delete: sym!(TimerDeleteFn: c"timer_delete", c"GLIBC_2.34", c"GLIBC_2.3.3"),
+        timerfd_create: sym!(TimerfdCreateFn: c"timerfd_create", c"GLIBC_2.8"),
+        timerfd_settime: sym!(TimerfdSettimeFn: c"timerfd_settime", c"GLIBC_2.8"),
+        timerfd_gettime: sym!(TimerfdGettimeFn: c"timerfd_gettime", c"GLIBC_2.8"),
+        sigaction: sym!(SigactionFn: c"sigaction", c"GLIBC_2.2.5"),
+        sigwaitinfo: sym!(SigwaitinfoFn: c"sigwaitinfo", c"GLIBC_2.2.5"),
+        sigtimedwait: sym!(SigtimedwaitFn: c"sigtimedwait", c"GLIBC_2.2.5"),
+        signalfd: sym!(SignalfdFn: c"signalfd", c"GLIBC_2.7"),
+        close: sym!(CloseFn: c"close", c"GLIBC_2.2.5"),
+        write: sym!(WriteFn: c"write", c"GLIBC_2.2.5"),
+        dup: sym!(DupFn: c"dup", c"GLIBC_2.2.5"),
+        dup2: sym!(Dup2Fn: c"dup2", c"GLIBC_2.2.5"),
+        fcntl: sym!(FcntlFn: c"fcntl", c"GLIBC_2.2.5"),
+        fcntl64: sym!(Fcntl64Fn: c"fcntl64", c"GLIBC_2.28", c"GLIBC_2.2.5"),
+        dup3: sym!(Dup3Fn: c"dup3", c"GLIBC_2.9"),
     }
 }
 

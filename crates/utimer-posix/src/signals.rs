@@ -40,7 +40,10 @@ struct Action {
 fn discards(signo: c_int, action: usize) -> bool {
     action == libc::SIG_IGN
         || (action == libc::SIG_DFL
-            && matches!(signo, libc::SIGCHLD | libc::SIGURG | libc::SIGWINCH | libc::SIGCONT))
+            && matches!(
+                signo,
+                libc::SIGCHLD | libc::SIGURG | libc::SIGWINCH | libc::SIGCONT
+            ))
 }
 
 /// The program's actions, and their masks (read only by `sigaction`'s old
@@ -93,25 +96,29 @@ extern "C" fn trampoline(signo: c_int, info: *mut libc::siginfo_t, ctx: *mut c_v
         unsafe { critical::requeue(signo, info) };
         return;
     }
-    // SAFETY: the kernel's live siginfo_t.
-    if !unsafe { accepted(info) } {
-        // A stale timer signal: the kernel would have dropped it.
+    // The program's handler and the acceptance run as a handler's code: the
+    // timer calls in them take the allocation-free lookup.
+    utimer::posix::in_signal_handler(|| {
+        // SAFETY: the kernel's live siginfo_t.
+        if !unsafe { accepted(info) } {
+            // A stale timer signal: the kernel would have dropped it.
+            crate::real::set_errno(saved);
+            return;
+        }
+        if flags & libc::SA_RESETHAND != 0 {
+            reset_to_default(signo);
+        }
         crate::real::set_errno(saved);
-        return;
-    }
-    if flags & libc::SA_RESETHAND != 0 {
-        reset_to_default(signo);
-    }
-    crate::real::set_errno(saved);
-    if flags & libc::SA_SIGINFO != 0 {
-        // SAFETY: the program installed this value as an `sa_sigaction`.
-        let f: SigInfoFn = unsafe { std::mem::transmute::<usize, SigInfoFn>(handler) };
-        f(signo, info, ctx);
-    } else {
-        // SAFETY: the program installed this value as an `sa_handler`.
-        let f: PlainFn = unsafe { std::mem::transmute::<usize, PlainFn>(handler) };
-        f(signo);
-    }
+        if flags & libc::SA_SIGINFO != 0 {
+            // SAFETY: the program installed this value as an `sa_sigaction`.
+            let f: SigInfoFn = unsafe { std::mem::transmute::<usize, SigInfoFn>(handler) };
+            f(signo, info, ctx);
+        } else {
+            // SAFETY: the program installed this value as an `sa_handler`.
+            let f: PlainFn = unsafe { std::mem::transmute::<usize, PlainFn>(handler) };
+            f(signo);
+        }
+    });
 }
 
 /// `SA_RESETHAND` done by hand: the default action, for the kernel and in
@@ -322,16 +329,24 @@ pub(crate) unsafe fn sigtimedwait(
     unsafe { mark_all(&WAITED, set) };
     // SAFETY: a zeroed siginfo_t is valid; the clock calls fill live values.
     let mut own: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    let out = if info.is_null() { &mut own as *mut _ } else { info };
+    let out = if info.is_null() {
+        &mut own as *mut _
+    } else {
+        info
+    };
     let deadline = (!timeout.is_null()).then(|| {
         // SAFETY: the caller's promise for `timeout`.
         let t = unsafe { *timeout };
         now_ns().saturating_add(
-            u64::try_from(t.tv_sec).unwrap_or(0).saturating_mul(1_000_000_000)
+            u64::try_from(t.tv_sec)
+                .unwrap_or(0)
+                .saturating_mul(1_000_000_000)
                 + u64::try_from(t.tv_nsec).unwrap_or(0),
         )
     });
-    let mut left = if timeout.is_null() { None } else {
+    let mut left = if timeout.is_null() {
+        None
+    } else {
         // SAFETY: as above.
         Some(unsafe { *timeout })
     };
@@ -339,6 +354,7 @@ pub(crate) unsafe fn sigtimedwait(
         let r = match &left {
             // SAFETY: glibc's functions with the caller's set and live values.
             None => unsafe { (real().sigwaitinfo)(set, out) },
+            // SAFETY: as above.
             Some(t) => unsafe { (real().sigtimedwait)(set, out, t) },
         };
         // SAFETY: `out` is live.

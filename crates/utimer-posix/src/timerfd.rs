@@ -66,9 +66,7 @@ pub(crate) unsafe fn settime(
     }
     // SAFETY: the caller's pointers; CANCEL_ON_SET means nothing here (the
     // kernel ignores it without both ABSTIME and a REALTIME clock).
-    unsafe {
-        capi::utimer_timerfd_settime(u, fd, flags & libc::TFD_TIMER_ABSTIME, new, old)
-    }
+    unsafe { capi::utimer_timerfd_settime(u, fd, flags & libc::TFD_TIMER_ABSTIME, new, old) }
 }
 
 /// `TFD_TIMER_CANCEL_ON_SET`: the kernel's timerfd replaces utimer's on the
@@ -98,7 +96,12 @@ unsafe fn hand_to_kernel(
         return -1;
     }
     // SAFETY: fcntl reads the flags of a descriptor we checked is open.
-    let (status, fdflags) = unsafe { (libc::fcntl(fd, libc::F_GETFL), libc::fcntl(fd, libc::F_GETFD)) };
+    let (status, fdflags) = unsafe {
+        (
+            libc::fcntl(fd, libc::F_GETFL),
+            libc::fcntl(fd, libc::F_GETFD),
+        )
+    };
     if status < 0 || fdflags < 0 {
         return -1;
     }

@@ -14,11 +14,14 @@ use std::process::Command;
 fn library() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let deps = exe.parent().expect("target/<profile>/deps");
-    [deps.to_path_buf(), deps.parent().map(Path::to_path_buf).unwrap_or_default()]
-        .iter()
-        .map(|d| d.join("libutimer_posix.so"))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| panic!("libutimer_posix.so not built next to {}", exe.display()))
+    [
+        deps.to_path_buf(),
+        deps.parent().map(Path::to_path_buf).unwrap_or_default(),
+    ]
+    .iter()
+    .map(|d| d.join("libutimer_posix.so"))
+    .find(|p| p.exists())
+    .unwrap_or_else(|| panic!("libutimer_posix.so not built next to {}", exe.display()))
 }
 
 /// Compiles `tests/c/<name>.c` as a program of its own (no utimer header,
@@ -28,7 +31,15 @@ fn compile(name: &str) -> PathBuf {
     let out = std::env::temp_dir().join(format!("utimer-posix-{name}-{}", std::process::id()));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let status = Command::new(&cc)
-        .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-pthread"])
+        .args([
+            "-std=gnu11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-O1",
+            "-g",
+            "-pthread",
+        ])
         .arg(dir.join(format!("{name}.c")))
         .args(["-lrt", "-o"])
         .arg(&out)
@@ -48,7 +59,11 @@ fn run(name: &str, prog: &Path, preload: Option<&Path>) {
     let out = cmd.output().expect("run the program");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let on = if preload.is_some() { "utimer" } else { "the kernel" };
+    let on = if preload.is_some() {
+        "utimer"
+    } else {
+        "the kernel"
+    };
     assert!(
         out.status.success() && stdout.lines().last() == Some(&format!("{name}: ok")),
         "{name} on {on}: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
@@ -93,7 +108,10 @@ fn the_library_serves_the_program() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.lines().count(), 5, "{text}");
     for line in text.lines() {
-        assert!(line.ends_with("libutimer_posix.so"), "not served by the library: {text}");
+        assert!(
+            line.ends_with("libutimer_posix.so"),
+            "not served by the library: {text}"
+        );
     }
     let plain = Command::new(&exe).output().unwrap();
     let text = String::from_utf8_lossy(&plain.stdout);
@@ -119,4 +137,9 @@ fn timerfd() {
 #[test]
 fn fork() {
     both("fork");
+}
+
+#[test]
+fn sigsafe() {
+    both("sigsafe");
 }

@@ -332,6 +332,7 @@ static void test_invalid(void)
 /* SIGEV_THREAD_ID: the signal goes to that thread even if others accept it. */
 static _Atomic pid_t tid_seen[8];
 static _Atomic int tid_count;
+static _Atomic int tid_slot;
 static _Atomic int thr_stop;
 static _Atomic pid_t thr_tid;
 
@@ -339,9 +340,12 @@ static void tid_handler(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
     (void)uc;
-    int k = atomic_fetch_add(&tid_count, 1);
+    /* Claim a slot, record, then count: whoever sees the count sees the
+     * record. */
+    int k = atomic_fetch_add(&tid_slot, 1);
     if (k < 8 && si->si_code == SI_TIMER)
         atomic_store(&tid_seen[k], gettid());
+    atomic_fetch_add(&tid_count, 1);
 }
 
 static void *tid_thread(void *arg)

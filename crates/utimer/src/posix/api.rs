@@ -51,15 +51,19 @@ impl PosixTimers<'_> {
         f: impl FnOnce(&Inner) -> Result<R, TimerError>,
     ) -> Result<R, TimerError> {
         let owner = Registry::of(self.sys).owner;
-        TABLE
-            .with(id.0, |t: &PosixTimer| {
-                if t.owner == owner {
-                    f(&t.inner)
-                } else {
-                    Err(TimerError::NoSuchTimer)
-                }
-            })
-            .unwrap_or(Err(TimerError::NoSuchTimer))
+        let look = |t: &PosixTimer| {
+            if t.owner == owner {
+                f(&t.inner)
+            } else {
+                Err(TimerError::NoSuchTimer)
+            }
+        };
+        if super::signal_context() {
+            TABLE.with_unpinned(id.0, look)
+        } else {
+            TABLE.with(id.0, look)
+        }
+        .unwrap_or(Err(TimerError::NoSuchTimer))
     }
 
     /// Creates a POSIX timer on `clock` that notifies its expiries as
@@ -137,8 +141,15 @@ impl PosixTimers<'_> {
                         // never issued); unlinked below.
                         return PosixTimer {
                             owner: 0,
-                            inner: Inner::new(self.sys.env(), worker, id, clock, Notify::None, None)
-                                .expect("SIGEV_NONE needs no resources"),
+                            inner: Inner::new(
+                                self.sys.env(),
+                                worker,
+                                id,
+                                clock,
+                                Notify::None,
+                                None,
+                            )
+                            .expect("SIGEV_NONE needs no resources"),
                         };
                     }
                 };
@@ -227,9 +238,13 @@ impl PosixTimers<'_> {
     pub fn signal_accepted(&self, info: &mut libc::siginfo_t) -> Option<bool> {
         let (id, tag, queued) = super::notify::utimer_signal(info)?;
         let owner = Registry::of(self.sys).owner;
-        let seen = TABLE.with(id, |t: &PosixTimer| {
-            (t.owner == owner).then(|| t.inner.signal_accepted(tag, queued))
-        });
+        let look =
+            |t: &PosixTimer| (t.owner == owner).then(|| t.inner.signal_accepted(tag, queued));
+        let seen = if super::signal_context() {
+            TABLE.with_unpinned(id, look)
+        } else {
+            TABLE.with(id, look)
+        };
         match seen {
             // No such timer any more: deleted since it was queued.
             None => Some(false),

@@ -68,6 +68,40 @@ pub use notify::{report_acceptance, signal_ignored, Notify, NotifyFn};
 use crate::TimerError;
 use std::time::Duration;
 
+#[cfg(not(loom))]
+std::thread_local! {
+    /// Depth of [`in_signal_handler`] on this thread.
+    static IN_HANDLER: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `f` as a signal handler's code: the POSIX timer calls it makes
+/// (`timer_gettime`, `timer_settime`, `timer_getoverrun`,
+/// [`signal_accepted`](PosixTimers::signal_accepted)) then look their
+/// timer up without pinning the ID table's epoch, which can allocate and
+/// free, so that they are async-signal-safe as POSIX requires even when
+/// the handler interrupted `malloc` (`table.rs`, "Lookups from signal
+/// handlers"). Wrap a handler's body in it; the drop-in library's handler
+/// trampoline does. Costs two thread-local writes.
+#[cfg(not(loom))]
+pub fn in_signal_handler<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            IN_HANDLER.with(|d| d.set(d.get() - 1));
+        }
+    }
+    IN_HANDLER.with(|d| d.set(d.get() + 1));
+    let _restore = Restore;
+    f()
+}
+
+/// Whether this thread runs a signal handler's code.
+#[cfg(not(loom))]
+#[inline]
+pub(crate) fn signal_context() -> bool {
+    IN_HANDLER.with(std::cell::Cell::get) > 0
+}
+
 /// A POSIX timer's ID (`timer_t` as the kernel's `int`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TimerId(pub(crate) i32);

@@ -70,6 +70,40 @@
 //!   never mutates a linked entry. The value is dropped exactly once: by
 //!   the deferred destruction after removal, or by the table's drop.
 //!
+//! # Lookups from signal handlers
+//!
+//! `epoch::pin()` is not async-signal-safe: a thread's first pin registers
+//! it (an allocation), and every 128th pin collects garbage (frees). A
+//! handler that interrupted `malloc` and then looked a timer up would wait
+//! for the allocator's lock that its own thread holds. So a lookup made in
+//! a signal handler ([`with_unpinned`](IdTable::with_unpinned)) does not
+//! pin: it raises `signal_readers`, loads, reads, and lowers it, with no
+//! allocation and no lock. Every deferred free (of an entry or an array)
+//! first waits until `signal_readers` is zero. Why that is enough:
+//!
+//! ```text
+//!   handler reader                      writer, then a collector
+//!   R1 signal_readers += 1   (SeqCst)   D0 unlink: store null / swap (SeqCst)
+//!   R2 load array, slot      (SeqCst)   ... the epoch advances ...
+//!   R3 use the entry                    D1 wait: signal_readers == 0 (SeqCst)
+//!   R4 signal_readers -= 1   (SeqCst)   D2 free
+//! ```
+//!
+//! R1, R4 and D1 are read-modify-writes of one counter, so they are
+//! totally ordered and each reads the one before it. If D1 comes after
+//! R1, it reads a count that includes the reader and waits for R4. If D1
+//! comes before R1, R1 reads from D1 and so synchronizes with it: D0, which
+//! happens before D1 (the same thread, or the collector that took the
+//! deferred free after D0 queued it), happens before R2, which then cannot
+//! load the unlinked pointer. (A plain load in D1 would not do: a load and
+//! a store on each side is the store-buffering pattern, which loom's
+//! models break.) The wait never deadlocks: the reader
+//! waits for nothing, so a collector spinning in D1 on another thread waits
+//! for a handler that runs to its end, and a collector interrupted by the
+//! handler on its own thread resumes only after the handler returned. The
+//! counter is shared, so this path is for handlers only: ordinary lookups
+//! keep the pin, which writes nothing shared.
+//!
 //! # Locking rules
 //!
 //! `writer` serializes inserts and removals (the kernel's
@@ -84,9 +118,11 @@
 // Under loom only the table's models use it.
 #![cfg_attr(loom, allow(dead_code))]
 
+use crate::sync::AtomicUsize;
 use crate::sync::Mutex;
 use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned, Shared};
-use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
+use std::sync::Arc;
 
 #[cfg(test)]
 mod tests;
@@ -141,6 +177,40 @@ pub(crate) struct IdTable<T> {
     /// The current array; never null. Stored only under `writer`.
     array: Atomic<Slots<T>>,
     writer: Mutex<Writer>,
+    /// Lookups running in signal handlers, unpinned (module docs); shared
+    /// with the deferred frees, which may run after the table is gone.
+    signal_readers: Arc<AtomicUsize>,
+}
+
+/// Waits until no handler lookup runs (module docs, D1). A
+/// read-modify-write, not a load: it reads the latest value of the counter,
+/// and if a handler's increment comes after it, that increment reads from
+/// it and so sees the unlink that came before (module docs).
+fn wait_signal_readers(readers: &AtomicUsize) {
+    while readers.fetch_add(0, SeqCst) != 0 {
+        crate::sync::spin_hint();
+    }
+}
+
+/// Frees `p` (an `Owned` turned raw) once the epoch allows and no handler
+/// lookup runs.
+///
+/// # Safety
+/// `p` came from `Shared::as_raw` of an unlinked pointer that nobody else
+/// frees.
+unsafe fn retire<U: 'static>(guard: &Guard, readers: &Arc<AtomicUsize>, p: *const U) {
+    let readers = readers.clone();
+    let p = p as usize;
+    // SAFETY: the closure frees an unlinked pointer once no pinned reader
+    // can hold it (the deferral) and no handler reader runs (the wait): the
+    // caller's promise makes that the only free. It captures an integer
+    // and an Arc, so running it on another thread is sound.
+    unsafe {
+        guard.defer_unchecked(move || {
+            wait_signal_readers(&readers);
+            drop(Owned::from_raw(p as *mut U));
+        });
+    }
 }
 
 impl<T: Send + Sync + 'static> IdTable<T> {
@@ -155,6 +225,7 @@ impl<T: Send + Sync + 'static> IdTable<T> {
         IdTable {
             array: Atomic::new(Slots::new(cap)),
             writer: Mutex::new(Writer { next, len: 0 }),
+            signal_readers: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -187,6 +258,31 @@ impl<T: Send + Sync + 'static> IdTable<T> {
         // rules"), so one loaded under `guard` is alive while it lasts.
         let entry = unsafe { entry.as_ref() }?;
         (entry.id == id).then(|| f(&entry.value))
+    }
+
+    /// [`with`](Self::with) for a signal handler: no pin, so no allocation,
+    /// no free and no lock (module docs, "Lookups from signal handlers").
+    #[inline]
+    pub(crate) fn with_unpinned<R>(&self, id: i32, f: impl FnOnce(&T) -> R) -> Option<R> {
+        if id < 0 {
+            return None;
+        }
+        self.signal_readers.fetch_add(1, SeqCst);
+        // SAFETY: an unprotected guard is only used to load: what is loaded
+        // stays alive until `signal_readers` drops back (module docs: every
+        // free waits for it), and the loads below are SeqCst as the proof
+        // needs.
+        let r = unsafe {
+            let guard = epoch::unprotected();
+            let array = self.array.load(SeqCst, guard).deref();
+            let entry = array.slot(id).load(SeqCst, guard);
+            match entry.as_ref() {
+                Some(e) if e.id == id => Some(f(&e.value)),
+                _ => None,
+            }
+        };
+        self.signal_readers.fetch_sub(1, SeqCst);
+        r
     }
 
     /// Links a value made by `make` from its new ID and returns the ID.
@@ -230,12 +326,13 @@ impl<T: Send + Sync + 'static> IdTable<T> {
         }
         // The entries' contents were published by their own Release
         // stores; this one publishes the new array and its slots.
-        let old = self.array.swap(Owned::new(new), Release, guard);
+        let old = self.array.swap(Owned::new(new), SeqCst, guard);
         // SAFETY: `old` is unlinked (no later load of `array` returns it);
         // readers pinned before now may still use it, which the deferral
-        // waits for. Its slots are bare pointers: freeing the array does
-        // not free the entries, which the new array holds.
-        unsafe { guard.defer_destroy(old) };
+        // waits for, and handler readers, which `retire` waits for. Its
+        // slots are bare pointers: freeing the array does not free the
+        // entries, which the new array holds.
+        unsafe { retire(guard, &self.signal_readers, old.as_raw()) };
         self.current(guard)
     }
 
@@ -254,11 +351,12 @@ impl<T: Send + Sync + 'static> IdTable<T> {
             Some(e) if e.id == id && pred(&e.value) => {}
             _ => return false,
         }
-        slot.store(Shared::null(), Release);
+        slot.store(Shared::null(), SeqCst);
         // SAFETY: unlinked from the current array just now; older arrays
         // that still hold it were retired before (module docs), so every
-        // reader that can reach it is pinned before this point.
-        unsafe { guard.defer_destroy(entry) };
+        // reader that can reach it is pinned before this point or counted
+        // in `signal_readers`.
+        unsafe { retire(guard, &self.signal_readers, entry.as_raw()) };
         w.len -= 1;
         true
     }

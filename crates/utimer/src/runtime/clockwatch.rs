@@ -79,7 +79,9 @@ impl ClockWatch {
         };
         arm(&tfd)?;
         let stop_fd = stop.as_raw_fd();
-        let handle = spawn_masked("utimer-clockwatch".into(), move || watch(&sys, &tfd, stop_fd))?;
+        let handle = spawn_masked("utimer-clockwatch".into(), move || {
+            watch(&sys, &tfd, stop_fd)
+        })?;
         Ok((ClockWatch { stop }, handle))
     }
 

@@ -141,8 +141,9 @@ mod native {
     }
 
     /// Readers look IDs up while the writer inserts (growing the array)
-    /// and removes: a lookup finds the entry with that very ID or nothing,
-    /// and never a freed one (Miri checks the latter directly).
+    /// and removes, one pinned and one as a signal handler does (unpinned):
+    /// a lookup finds the entry with that very ID or nothing, and never a
+    /// freed one (Miri checks the latter directly).
     #[test]
     fn lookups_race_inserts_growth_and_removals() {
         let drops = Arc::new(AtomicUsize::new(0));
@@ -156,7 +157,12 @@ mod native {
                     let mut found = 0u64;
                     let mut id = r;
                     while !stop.load(SeqCst) {
-                        if let Some(got) = t.with(id, |p| p.id) {
+                        let got = if r == 1 {
+                            t.with_unpinned(id, |p| p.id)
+                        } else {
+                            t.with(id, |p| p.id)
+                        };
+                        if let Some(got) = got {
                             assert_eq!(got, id);
                             found += 1;
                         }
@@ -279,6 +285,45 @@ mod models {
     /// Two preemptions: the table's models are long.
     fn model(f: impl Fn() + Sync + Send + 'static) {
         crate::sync::model_bounded(2, f)
+    }
+
+    /// A signal handler's lookup (unpinned, counted in `signal_readers`)
+    /// racing the removal of its entry and the collector: the entry is not
+    /// freed while the lookup holds it.
+    #[test]
+    fn unpinned_lookup_vs_delete() {
+        model(|| {
+            let gone = Arc::new(AtomicBool::new(false));
+            let t = Arc::new(IdTable::with_capacity(2, 0));
+            let id = t.insert(tracked(&gone)).ok().unwrap();
+            let t2 = t.clone();
+            let reader = thread::spawn(move || {
+                t2.with_unpinned(id, |v| {
+                    assert_eq!(v.id, id);
+                    assert!(!v.dropped.load(SeqCst), "freed under an unpinned lookup");
+                })
+            });
+            assert!(t.remove_if(id, |_| true));
+            reclaim();
+            reader.join().unwrap();
+        });
+    }
+
+    /// The same against a growth of the array: the retired array is not
+    /// freed under the unpinned lookup either.
+    #[test]
+    fn unpinned_lookup_vs_grow() {
+        model(|| {
+            let gone = Arc::new(AtomicBool::new(false));
+            let other = Arc::new(AtomicBool::new(false));
+            let t = Arc::new(IdTable::with_capacity(2, 0));
+            let id = t.insert(tracked(&gone)).ok().unwrap();
+            let t2 = t.clone();
+            let reader = thread::spawn(move || t2.with_unpinned(id, |v| v.id));
+            t.insert(tracked(&other)).ok().unwrap(); // doubles the array
+            reclaim();
+            assert_eq!(reader.join().unwrap(), Some(id));
+        });
     }
 
     /// A lookup racing the removal of its entry sees it alive or not at
