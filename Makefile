@@ -1,7 +1,9 @@
-# The C library: `make` builds libutimer.so / libutimer.a (release),
-# `make install` installs them with include/utimer.h and utimer.pc under
-# PREFIX (default /usr/local; DESTDIR for staging), `make uninstall`
-# removes them. Then: cc prog.c $(pkg-config --cflags --libs utimer)
+# The C libraries: `make` builds libutimer.so / libutimer.a and the drop-in
+# libutimer_posix.so (release), `make install` installs them with
+# include/utimer.h and utimer.pc under PREFIX (default /usr/local; DESTDIR
+# for staging), `make uninstall` removes them. Then:
+#   cc prog.c $(pkg-config --cflags --libs utimer)      # utimer's own C API
+#   LD_PRELOAD=libutimer_posix.so ./prog                # an unmodified program
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
@@ -13,7 +15,7 @@ BUILT := $(TARGET_DIR)/release
 
 .PHONY: all install uninstall
 all:
-	$(CARGO) build --release -p utimer-capi
+	$(CARGO) build --release -p utimer-capi -p utimer-posix
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
@@ -21,6 +23,7 @@ install: all
 	ln -sf libutimer.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libutimer.so.0
 	ln -sf libutimer.so.0 $(DESTDIR)$(LIBDIR)/libutimer.so
 	install -m 644 $(BUILT)/libutimer_capi.a $(DESTDIR)$(LIBDIR)/libutimer.a
+	install -m 755 $(BUILT)/libutimer_posix.so $(DESTDIR)$(LIBDIR)/libutimer_posix.so
 	install -m 644 crates/utimer-capi/include/utimer.h $(DESTDIR)$(INCLUDEDIR)/utimer.h
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
@@ -29,4 +32,5 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libutimer.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libutimer.so.0 \
 	    $(DESTDIR)$(LIBDIR)/libutimer.so $(DESTDIR)$(LIBDIR)/libutimer.a \
+	    $(DESTDIR)$(LIBDIR)/libutimer_posix.so \
 	    $(DESTDIR)$(INCLUDEDIR)/utimer.h $(DESTDIR)$(PKGCONFIGDIR)/utimer.pc

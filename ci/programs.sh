@@ -8,8 +8,8 @@
 # kernel's) are printed, not enforced.
 #   ci/programs.sh [LIB]
 # LIB defaults to target/release/libutimer_posix.so, built first (cargo
-# build --release -p utimer-posix). LIB=none (or an empty string, as the
-# argument or as $LIB) runs the kernel twice: the script checked end to end
+# build --release -p utimer-posix). UTIMER_POSIX_LIB=none (or "none" or an empty string as the
+# argument) runs the kernel twice: the script checked end to end
 # without the library. Environment:
 #   SECONDS_EACH  seconds per stress-ng run, and cyclictest runs
 #                 SECONDS_EACH x 1000 loops of 1 ms (default 4: ~1 minute)
@@ -66,7 +66,7 @@ prio=${CYCLIC_PRIO:-80}
 user_timers=${USER_TIMERS:-0}
 target="${CARGO_TARGET_DIR:-target}"
 default_lib="$target/release/libutimer_posix.so"
-lib=${1-${LIB-$default_lib}}
+lib=${1-${UTIMER_POSIX_LIB-$default_lib}}
 [ "$lib" = none ] && lib=""
 case "$secs" in '' | *[!0-9]* | 0)
   echo "SECONDS_EACH must be a positive integer" >&2

@@ -1,4 +1,7 @@
 //! The shared library's soname, so that it installs as `libutimer.so.0`.
 fn main() {
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libutimer.so.0");
+    // Not `rustc-cdylib-link-arg`, which cargo also applies to the cdylibs
+    // of dependent packages (the drop-in library, which has a soname of its
+    // own). Executables ignore a soname.
+    println!("cargo:rustc-link-arg=-Wl,-soname,libutimer.so.0");
 }

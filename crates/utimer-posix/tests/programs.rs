@@ -79,9 +79,11 @@ fn both(name: &str) {
     let _ = std::fs::remove_file(&prog);
 }
 
+/// Preloaded, and linked at build time, the library's functions are the
+/// ones the program calls.
 #[test]
 fn the_library_serves_the_program() {
-    // A program that asks the dynamic linker where its timer_create lives.
+    // A program that asks the dynamic linker where its functions live.
     let dir = std::env::temp_dir().join(format!("utimer-posix-which-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join("which.c");
@@ -116,6 +118,26 @@ fn the_library_serves_the_program() {
     let plain = Command::new(&exe).output().unwrap();
     let text = String::from_utf8_lossy(&plain.stdout);
     assert!(!text.contains("libutimer_posix"), "{text}");
+    // Linked with it at build time: the same, with no preload.
+    let linked = dir.join("which-linked");
+    let libdir = lib.parent().unwrap();
+    let ok = Command::new("cc")
+        .arg(&src)
+        .arg("-L")
+        .arg(libdir)
+        .arg(format!("-Wl,-rpath,{}", libdir.display()))
+        .args(["-lutimer_posix", "-lrt", "-ldl", "-o"])
+        .arg(&linked)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "which.c does not link with -lutimer_posix");
+    let out = Command::new(&linked).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 5, "{text}");
+    for line in text.lines() {
+        assert!(line.ends_with("libutimer_posix.so"), "linked, not served: {text}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

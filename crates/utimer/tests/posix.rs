@@ -631,7 +631,9 @@ proptest! {
                         Some(m) => {
                             let (v, i) = m.get(now);
                             prop_assert_eq!(got.unwrap(), ItimerSpec::periodic(MS * v as u32, MS * i as u32));
-                            m.interval = interval;
+                            // A disarming setting clears the interval too
+                            // (the kernel's common_timer_set()).
+                            m.interval = if value != 0 { interval } else { 0 };
                             m.armed = value != 0;
                             m.expires = if abs { value } else { now + value };
                         }

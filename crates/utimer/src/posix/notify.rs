@@ -8,38 +8,58 @@
 //! | `Fd` | (timerfd) | an `eventfd` becomes readable and reads as the 8-byte expiration count |
 //! | `Signal` | `SIGEV_SIGNAL`, `SIGEV_THREAD_ID` | a real signal with `si_value`, to the process or one thread |
 //!
-//! # Differences from the kernel
+//! # Signals: queued by a worker, accepted by the program
 //!
-//! * Signals are queued with `rt_sigqueueinfo`/`rt_tgsigqueueinfo` filled
-//!   in as the kernel fills a timer's: `si_code` is `SI_TIMER` (a process
-//!   may queue any negative code but `SI_TKILL` to itself), with
-//!   `si_timerid`, `si_value` and `si_overrun`. `si_overrun` is latched
-//!   when the signal is queued: the periods the worker missed before it
-//!   (the kernel latches it at delivery, a queued signal cannot be changed).
-//! * A `SIGEV_SIGNAL` timer whose signal is still pending for the process
-//!   queues no other (at most one pending signal per timer); the periods
-//!   that pass meanwhile are its overruns, as the kernel counts them until
-//!   delivery. `timer_getoverrun` reports them once the signal is no longer
-//!   pending (accepted), the question a handler or a `sigwaitinfo` caller
-//!   asks; a timer's next signal starts from zero. Timers that share a
-//!   signal number each queue their own, and another source's pending
-//!   signal of that number does not hold a timer's first one back. Where
-//!   user space falls short: whether the timer's own signal is still
-//!   pending is seen through the process's pending set, so once it has
-//!   been accepted, another source's pending signal of the same number
-//!   holds the timer's next one back (its periods are counted as
-//!   overruns); and the timer polls at every period while its signal waits,
-//!   where the kernel re-arms it at delivery. For `SIGEV_THREAD_ID` the
-//!   target thread's pending set is not visible, so every expiry queues a
-//!   signal (a real-time signal queues each; a standard one merges).
+//! Signals are queued with `rt_sigqueueinfo`/`rt_tgsigqueueinfo` filled in
+//! as the kernel fills a timer's: `si_code` is `SI_TIMER` (a process may
+//! queue any negative code but `SI_TKILL` to itself), with `si_timerid`,
+//! `si_value` and `si_overrun`, plus a tag and the timer's setting number
+//! in bytes 36..48 (inside the kernel's 48-byte `kernel_siginfo`, so they
+//! survive to delivery), by which [`PosixTimers::signal_accepted`]
+//! recognises the signal.
+//!
+//! A timer queues at most one signal at a time. While its signal is
+//! pending it counts its periods and queues nothing, looking again after a
+//! backoff that doubles from the period up to 10 ms (so a blocked signal
+//! costs a few wake-ups a second, not one per period). The kernel goes
+//! further: it latches the overrun and re-arms the timer when the signal
+//! is *accepted* (`posixtimer_deliver_signal()`), which user space sees
+//! only by watching the program's handlers and waits. A library that does
+//! (the drop-in library's trampoline and `sigwaitinfo`) reports each
+//! accepted signal with [`PosixTimers::signal_accepted`], which then gives
+//! the kernel's semantics exactly: `si_overrun` rewritten to every expiry
+//! up to acceptance, the timer free to queue its next signal at once, and a
+//! signal queued before a re-arm or delete dropped as stale
+//! (`it_signal_seq`). [`report_acceptance`] tells utimer which signal
+//! numbers are reported that way (a `SIGEV_THREAD_ID` timer, whose
+//! target's pending set cannot be seen, then waits for the report), and
+//! [`signal_ignored`] which ones the program ignores (a timer then queues
+//! nothing and counts, as the kernel parks it, and resumes when the
+//! program handles the signal again).
+//!
+//! # Differences from the kernel, without those reports
+//!
+//! * `si_overrun` is latched when the signal is queued: the periods the
+//!   worker missed before it. `timer_getoverrun` adds the periods that
+//!   passed while it was pending once it no longer is (accepted), the
+//!   question a handler or a `sigwaitinfo` caller asks.
+//! * Whether the timer's own signal is still pending is seen through the
+//!   process's pending set, so once it has been accepted, another source's
+//!   pending signal of the same number holds the timer's next one back.
+//! * For `SIGEV_THREAD_ID` every expiry queues a signal (a real-time signal
+//!   queues each; a standard one merges).
 //! * A signal already queued when the timer is re-armed or deleted is still
-//!   delivered: user space cannot take a queued signal back (the kernel
-//!   drops it through `it_signal_seq`). Callback and fd notifications have
-//!   no such window: a callback has run or not, and `timer_settime` resets
-//!   the fd's count as `timerfd_settime` does.
-//! * The fd is an `eventfd` opened `O_NONBLOCK | O_CLOEXEC`, owned by the
-//!   timer and closed by `timer_delete`; keep it non-blocking (settime
-//!   drains it).
+//!   delivered: user space cannot take a queued signal back. Callback and
+//!   fd notifications have no such window: a callback has run or not, and
+//!   `timer_settime` resets the fd's count as `timerfd_settime` does.
+//! * The fd of a `Notify::Fd` timer is an `eventfd` opened `O_NONBLOCK |
+//!   O_CLOEXEC`, owned by the timer and closed by `timer_delete`. One given
+//!   to [`PosixTimers::timerfd_create`] may be a duplicate of a blocking
+//!   one: settime reads it only when an expiry was written since the last
+//!   read, and then without blocking.
+//!
+//! [`PosixTimers::signal_accepted`]: crate::PosixTimers::signal_accepted
+//! [`PosixTimers::timerfd_create`]: crate::PosixTimers::timerfd_create
 
 use crate::TimerError;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

@@ -182,7 +182,15 @@ impl Inner {
                 };
             }
         }
-        let value = match st.expires.checked_sub(now) {
+        let mut expires = st.expires;
+        if !sig_none && st.sig_queued && st.interval > 0 && now >= expires {
+            // Waiting for its signal's acceptance, it looks at the periods
+            // only now and then: the next one is where the period says (the
+            // kernel's common_timer_get() forwards a timer whose re-arm
+            // waits for delivery the same way).
+            expires = forward_expiry(expires, now, interval).0;
+        }
+        let value = match expires.checked_sub(now) {
             Some(left) if left > 0 => Duration::from_nanos(left),
             // Due, and the notification not yet out: never report 0 for
             // an armed timer (0 means disarmed).
@@ -428,7 +436,7 @@ fn on_fire(weak: &Weak<Inner>, fire: &mut HrFire) -> HrRestart {
                 if st.interval > 0 && st.armed {
                     // Look again after a backoff, not every period: the
                     // periods are counted from the clock, whenever it looks.
-                    st.backoff = st.backoff.saturating_mul(2).clamp(st.interval, MAX_BACKOFF);
+                    st.backoff = st.backoff.saturating_mul(2).max(st.interval).min(MAX_BACKOFF);
                     let poll = fire.now().saturating_add(st.backoff);
                     fire.set_expires(st.expires.max(poll));
                     return HrRestart::Restart;
