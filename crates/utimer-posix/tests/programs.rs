@@ -136,7 +136,10 @@ fn the_library_serves_the_program() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.lines().count(), 5, "{text}");
     for line in text.lines() {
-        assert!(line.ends_with("libutimer_posix.so"), "linked, not served: {text}");
+        assert!(
+            line.ends_with("libutimer_posix.so"),
+            "linked, not served: {text}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

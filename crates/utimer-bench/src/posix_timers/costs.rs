@@ -136,24 +136,5 @@ pub(super) fn run(r: &mut Runner) {
             }),
         ]
     });
-    let ratios: Vec<String> = cases
-        .iter()
-        .filter_map(|c| {
-            let get = |name: &str| {
-                r.records
-                    .iter()
-                    .rev()
-                    .find(|x| x.group == COSTS && x.case == *c && x.impl_name == name)
-                    .and_then(|x| x.ns_per_op)
-            };
-            let (u, k) = (get("utimer")?, get("kernel")?);
-            Some(format!("{c} {:.1}x", k / u))
-        })
-        .collect();
-    if !ratios.is_empty() {
-        r.note(
-            COSTS,
-            &format!("kernel/utimer: {} (target >= 10x)", ratios.join(", ")),
-        );
-    }
+    super::timers::note_ratios(r, COSTS, &cases, "utimer", "target >= 10x");
 }

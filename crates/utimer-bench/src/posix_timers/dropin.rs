@@ -296,24 +296,5 @@ pub(super) fn run(r: &mut Runner) {
             },
         );
     }
-    let ratios: Vec<String> = cases
-        .iter()
-        .filter_map(|c| {
-            let get = |name: &str| {
-                r.records
-                    .iter()
-                    .rev()
-                    .find(|x| x.group == DROPIN && x.case == *c && x.impl_name == name)
-                    .and_then(|x| x.ns_per_op)
-            };
-            let (u, k) = (get("utimer drop-in")?, get("kernel")?);
-            Some(format!("{c} {:.1}x", k / u))
-        })
-        .collect();
-    if !ratios.is_empty() {
-        r.note(
-            DROPIN,
-            &format!("kernel/drop-in: {} (target >= 5x)", ratios.join(", ")),
-        );
-    }
+    super::timers::note_ratios(r, DROPIN, &cases, "utimer drop-in", "target >= 5x");
 }

@@ -1,5 +1,6 @@
 //! Armed `SIGEV_NONE` timers, utimer's and the kernel's, for the parts that
-//! poll or re-arm them.
+//! poll or re-arm them, and the kernel/utimer ratio note of the cost
+//! groups.
 
 use std::time::Duration;
 
@@ -37,4 +38,35 @@ pub(super) fn kernel_timers(n: usize) -> Result<Vec<PosixTimer>, String> {
             Ok(t)
         })
         .collect()
+}
+
+/// Notes the kernel/`ours` ratio of each of `cases` in `group` (from the
+/// rows just recorded) against `target`.
+pub(super) fn note_ratios(
+    r: &mut crate::Runner,
+    group: &str,
+    cases: &[&str],
+    ours: &str,
+    target: &str,
+) {
+    let ratios: Vec<String> = cases
+        .iter()
+        .filter_map(|c| {
+            let get = |name: &str| {
+                r.records
+                    .iter()
+                    .rev()
+                    .find(|x| x.group == group && x.case == *c && x.impl_name == name)
+                    .and_then(|x| x.ns_per_op)
+            };
+            let (u, k) = (get(ours)?, get("kernel")?);
+            Some(format!("{c} {:.1}x", k / u))
+        })
+        .collect();
+    if !ratios.is_empty() {
+        r.note(
+            group,
+            &format!("kernel/{ours}: {} ({target})", ratios.join(", ")),
+        );
+    }
 }

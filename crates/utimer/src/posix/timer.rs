@@ -436,7 +436,11 @@ fn on_fire(weak: &Weak<Inner>, fire: &mut HrFire) -> HrRestart {
                 if st.interval > 0 && st.armed {
                     // Look again after a backoff, not every period: the
                     // periods are counted from the clock, whenever it looks.
-                    st.backoff = st.backoff.saturating_mul(2).max(st.interval).min(MAX_BACKOFF);
+                    st.backoff = st
+                        .backoff
+                        .saturating_mul(2)
+                        .max(st.interval)
+                        .min(MAX_BACKOFF);
                     let poll = fire.now().saturating_add(st.backoff);
                     fire.set_expires(st.expires.max(poll));
                     return HrRestart::Restart;
