@@ -77,16 +77,16 @@
 //! handler that interrupted `malloc` and then looked a timer up would wait
 //! for the allocator's lock that its own thread holds. So a lookup made in
 //! a signal handler ([`with_unpinned`](IdTable::with_unpinned)) does not
-//! pin: it raises `signal_readers`, loads, reads, and lowers it, with no
+//! pin: it raises `SIGNAL_READERS`, loads, reads, and lowers it, with no
 //! allocation and no lock. Every deferred free (of an entry or an array)
-//! first waits until `signal_readers` is zero. Why that is enough:
+//! first waits until `SIGNAL_READERS` is zero. Why that is enough:
 //!
 //! ```text
 //!   handler reader                      writer, then a collector
-//!   R1 signal_readers += 1   (SeqCst)   D0 unlink: store null / swap (SeqCst)
-//!   R2 load array, slot      (SeqCst)   ... the epoch advances ...
-//!   R3 use the entry                    D1 wait: signal_readers == 0 (SeqCst)
-//!   R4 signal_readers -= 1   (SeqCst)   D2 free
+//!   R1 SIGNAL_READERS += 1  (RMW)       D0 unlink: store null / swap (Release)
+//!   R2 load array, slot     (Acquire)   ... the epoch advances ...
+//!   R3 use the entry                    D1 wait: SIGNAL_READERS == 0 (RMW)
+//!   R4 SIGNAL_READERS -= 1  (RMW)       D2 free
 //! ```
 //!
 //! R1, R4 and D1 are read-modify-writes of one counter, so they are
@@ -122,7 +122,6 @@ use crate::sync::AtomicUsize;
 use crate::sync::Mutex;
 use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned, Shared};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
-use std::sync::Arc;
 
 #[cfg(test)]
 mod tests;
@@ -177,17 +176,56 @@ pub(crate) struct IdTable<T> {
     /// The current array; never null. Stored only under `writer`.
     array: Atomic<Slots<T>>,
     writer: Mutex<Writer>,
-    /// Lookups running in signal handlers, unpinned (module docs); shared
-    /// with the deferred frees, which may run after the table is gone.
-    signal_readers: Arc<AtomicUsize>,
+    /// Handler lookups running (module docs).
+    readers: Readers,
+}
+
+/// Lookups running in signal handlers, unpinned (module docs). One for
+/// every table: a static, so that a deferred free (which may run after its
+/// table is gone) needs no reference to it.
+#[cfg(not(loom))]
+static SIGNAL_READERS: AtomicUsize = AtomicUsize::new(0);
+
+/// The counter of handler lookups, as the deferred frees reach it: the
+/// static (nothing to carry) natively; under loom, whose statics end before
+/// the collector's last frees run, a counter per table that each free
+/// carries.
+#[cfg(not(loom))]
+#[derive(Clone, Copy)]
+struct Readers;
+
+#[cfg(not(loom))]
+impl Readers {
+    fn new() -> Readers {
+        Readers
+    }
+
+    fn get(&self) -> &AtomicUsize {
+        &SIGNAL_READERS
+    }
+}
+
+#[cfg(loom)]
+#[derive(Clone)]
+struct Readers(std::sync::Arc<AtomicUsize>);
+
+#[cfg(loom)]
+impl Readers {
+    fn new() -> Readers {
+        Readers(std::sync::Arc::new(AtomicUsize::new(0)))
+    }
+
+    fn get(&self) -> &AtomicUsize {
+        &self.0
+    }
 }
 
 /// Waits until no handler lookup runs (module docs, D1). A
 /// read-modify-write, not a load: it reads the latest value of the counter,
 /// and if a handler's increment comes after it, that increment reads from
 /// it and so sees the unlink that came before (module docs).
-fn wait_signal_readers(readers: &AtomicUsize) {
-    while readers.fetch_add(0, SeqCst) != 0 {
+fn wait_signal_readers(readers: &Readers) {
+    while readers.get().fetch_add(0, SeqCst) != 0 {
         crate::sync::spin_hint();
     }
 }
@@ -198,13 +236,13 @@ fn wait_signal_readers(readers: &AtomicUsize) {
 /// # Safety
 /// `p` came from `Shared::as_raw` of an unlinked pointer that nobody else
 /// frees.
-unsafe fn retire<U: 'static>(guard: &Guard, readers: &Arc<AtomicUsize>, p: *const U) {
+unsafe fn retire<U: 'static>(guard: &Guard, readers: &Readers, p: *const U) {
     let readers = readers.clone();
     let p = p as usize;
     // SAFETY: the closure frees an unlinked pointer once no pinned reader
     // can hold it (the deferral) and no handler reader runs (the wait): the
     // caller's promise makes that the only free. It captures an integer
-    // and an Arc, so running it on another thread is sound.
+    // and the counter's handle, so running it on another thread is sound.
     unsafe {
         guard.defer_unchecked(move || {
             wait_signal_readers(&readers);
@@ -225,7 +263,7 @@ impl<T: Send + Sync + 'static> IdTable<T> {
         IdTable {
             array: Atomic::new(Slots::new(cap)),
             writer: Mutex::new(Writer { next, len: 0 }),
-            signal_readers: Arc::new(AtomicUsize::new(0)),
+            readers: Readers::new(),
         }
     }
 
@@ -267,21 +305,20 @@ impl<T: Send + Sync + 'static> IdTable<T> {
         if id < 0 {
             return None;
         }
-        self.signal_readers.fetch_add(1, SeqCst);
+        self.readers.get().fetch_add(1, SeqCst);
         // SAFETY: an unprotected guard is only used to load: what is loaded
-        // stays alive until `signal_readers` drops back (module docs: every
-        // free waits for it), and the loads below are SeqCst as the proof
-        // needs.
+        // stays alive until `SIGNAL_READERS` drops back (module docs: every
+        // free waits for it).
         let r = unsafe {
             let guard = epoch::unprotected();
-            let array = self.array.load(SeqCst, guard).deref();
-            let entry = array.slot(id).load(SeqCst, guard);
+            let array = self.array.load(Acquire, guard).deref();
+            let entry = array.slot(id).load(Acquire, guard);
             match entry.as_ref() {
                 Some(e) if e.id == id => Some(f(&e.value)),
                 _ => None,
             }
         };
-        self.signal_readers.fetch_sub(1, SeqCst);
+        self.readers.get().fetch_sub(1, SeqCst);
         r
     }
 
@@ -326,13 +363,13 @@ impl<T: Send + Sync + 'static> IdTable<T> {
         }
         // The entries' contents were published by their own Release
         // stores; this one publishes the new array and its slots.
-        let old = self.array.swap(Owned::new(new), SeqCst, guard);
+        let old = self.array.swap(Owned::new(new), Release, guard);
         // SAFETY: `old` is unlinked (no later load of `array` returns it);
         // readers pinned before now may still use it, which the deferral
         // waits for, and handler readers, which `retire` waits for. Its
         // slots are bare pointers: freeing the array does not free the
         // entries, which the new array holds.
-        unsafe { retire(guard, &self.signal_readers, old.as_raw()) };
+        unsafe { retire(guard, &self.readers, old.as_raw()) };
         self.current(guard)
     }
 
@@ -351,12 +388,12 @@ impl<T: Send + Sync + 'static> IdTable<T> {
             Some(e) if e.id == id && pred(&e.value) => {}
             _ => return false,
         }
-        slot.store(Shared::null(), SeqCst);
+        slot.store(Shared::null(), Release);
         // SAFETY: unlinked from the current array just now; older arrays
         // that still hold it were retired before (module docs), so every
         // reader that can reach it is pinned before this point or counted
-        // in `signal_readers`.
-        unsafe { retire(guard, &self.signal_readers, entry.as_raw()) };
+        // in `SIGNAL_READERS`.
+        unsafe { retire(guard, &self.readers, entry.as_raw()) };
         w.len -= 1;
         true
     }
