@@ -191,7 +191,7 @@ static SIGNAL_READERS: AtomicUsize = AtomicUsize::new(0);
 /// the collector's last frees run, a counter per table that each free
 /// carries.
 #[cfg(not(loom))]
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Readers;
 
 #[cfg(not(loom))]
