@@ -186,6 +186,9 @@ int utimer_timer_fd(struct utimer_t *u,
  timer runs on; a signal queued before the timer was re-armed or
  deleted is stale, and the kernel drops it.
 
+ `info` is a `siginfo_t *`, declared `void *` so that the header needs
+ no POSIX type of `<signal.h>` under a strict `-std=c11`.
+
  Returns 1: deliver `*info` (its `si_overrun` updated); 0: stale, drop
  it; -1 with `errno = EINVAL`: not a signal of `u`'s timers (NULL `u` or
  `info` too), deliver it unchanged.
@@ -194,7 +197,7 @@ int utimer_timer_fd(struct utimer_t *u,
  `u` is NULL or live; `info` is NULL or a writable `siginfo_t`.
  */
 int utimer_timer_signal_accepted(struct utimer_t *u,
-                                 siginfo_t *info);
+                                 void *info);
 
 /*
  Says whether the program reports every acceptance of signal `signo`

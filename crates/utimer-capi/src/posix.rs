@@ -276,6 +276,9 @@ pub unsafe extern "C" fn utimer_timer_fd(u: *mut utimer_t, timerid: c_int) -> c_
 /// timer runs on; a signal queued before the timer was re-armed or
 /// deleted is stale, and the kernel drops it.
 ///
+/// `info` is a `siginfo_t *`, declared `void *` so that the header needs
+/// no POSIX type of `<signal.h>` under a strict `-std=c11`.
+///
 /// Returns 1: deliver `*info` (its `si_overrun` updated); 0: stale, drop
 /// it; -1 with `errno = EINVAL`: not a signal of `u`'s timers (NULL `u` or
 /// `info` too), deliver it unchanged.
@@ -285,13 +288,13 @@ pub unsafe extern "C" fn utimer_timer_fd(u: *mut utimer_t, timerid: c_int) -> c_
 #[no_mangle]
 pub unsafe extern "C" fn utimer_timer_signal_accepted(
     u: *mut utimer_t,
-    info: *mut libc::siginfo_t,
+    info: *mut c_void,
 ) -> c_int {
     guard(-1, || {
         // SAFETY: the caller's promise.
         let u = unsafe { handle(u) }?;
         // SAFETY: the caller's promise: NULL or a writable siginfo_t.
-        let info = unsafe { info.as_mut() }.ok_or(libc::EINVAL)?;
+        let info = unsafe { info.cast::<libc::siginfo_t>().as_mut() }.ok_or(libc::EINVAL)?;
         match u.sys.posix().signal_accepted(info) {
             Some(deliver) => Ok(c_int::from(deliver)),
             None => Err(libc::EINVAL),

@@ -312,7 +312,7 @@ unsafe fn accepted(info: *mut libc::siginfo_t) -> bool {
     };
     let _section = critical::enter();
     // SAFETY: a live system and the caller's siginfo_t.
-    unsafe { utimer_capi::utimer_timer_signal_accepted(u, info) != 0 }
+    unsafe { utimer_capi::utimer_timer_signal_accepted(u, info.cast()) != 0 }
 }
 
 /// `sigtimedwait()` (`timeout` NULL: `sigwaitinfo()`), reporting what it
