@@ -386,6 +386,7 @@ pub(crate) fn try_cancel(table: &HrTable, e: &HrEntry) -> Result<bool, TimerErro
 pub(crate) fn shutdown(table: &HrTable, e: &HrEntry) -> bool {
     let (_, mut g) = lock_base(table, e);
     e.flags.fetch_or(SHUTDOWN, Relaxed);
+    g.queue.unpromise();
     let taken = dequeue(&mut g, e);
     drop(g);
     taken.is_some()
@@ -394,7 +395,7 @@ pub(crate) fn shutdown(table: &HrTable, e: &HrEntry) -> bool {
 /// Moves an idle `e` (neither queued nor running) to its worker's base of
 /// `clock`. `Err(Running)` / `Err(AlreadyPending)` otherwise.
 pub(crate) fn set_clock(table: &HrTable, e: &HrEntry, clock: ClockId) -> Result<(), TimerError> {
-    let (base, g) = lock_base(table, e);
+    let (base, mut g) = lock_base(table, e);
     if base.clock == clock {
         return Ok(());
     }
@@ -406,8 +407,11 @@ pub(crate) fn set_clock(table: &HrTable, e: &HrEntry, clock: ClockId) -> Result<
     }
     // Nobody else can queue it meanwhile: they lock this base first and
     // re-read the link, which already names the new one.
-    e.base
-        .store(table.index(base.worker(), clock) as u32, Release);
+    let to = table.index(base.worker(), clock);
+    e.base.store(to as u32, Release);
+    g.queue.unpromise();
     drop(g);
+    // Its room moves with it (`Queue::promise`).
+    table.base_at(to).lock().queue.promise();
     Ok(())
 }

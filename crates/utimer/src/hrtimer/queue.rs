@@ -104,6 +104,15 @@ pub(crate) struct Queue<T> {
     free: u32,
     /// The next sequence number to hand out.
     seq: u32,
+    /// Entries promised room ([`promise`](Self::promise)).
+    promised: usize,
+}
+
+/// Grows `v`'s capacity to at least `total`.
+fn reserve_total<V>(v: &mut Vec<V>, total: usize) {
+    if v.capacity() < total {
+        v.reserve(total - v.len());
+    }
 }
 
 impl<T> Default for Queue<T> {
@@ -121,7 +130,27 @@ impl<T> Queue<T> {
             slab: Vec::new(),
             free: NONE,
             seq: 0,
+            promised: 0,
         }
+    }
+
+    /// Promises room for one more entry, inserted later: the arrays grow
+    /// now, so that inserting up to the promised number of entries
+    /// allocates nothing. An hrtimer promises itself to its base when it is
+    /// made and when it moves there, because its start may run in a signal
+    /// handler (`timer_settime` is async-signal-safe), which must not call
+    /// an allocator that it may have interrupted.
+    pub(crate) fn promise(&mut self) {
+        self.promised += 1;
+        let total = self.promised;
+        reserve_total(&mut self.heap, total);
+        reserve_total(&mut self.pos, total);
+        reserve_total(&mut self.slab, total);
+    }
+
+    /// Takes back a [`promise`](Self::promise) (the capacity stays).
+    pub(crate) fn unpromise(&mut self) {
+        self.promised = self.promised.saturating_sub(1);
     }
 
     /// An empty queue with room for `n` entries before it allocates.
@@ -133,6 +162,7 @@ impl<T> Queue<T> {
             slab: Vec::with_capacity(n),
             free: NONE,
             seq: 0,
+            promised: 0,
         }
     }
 

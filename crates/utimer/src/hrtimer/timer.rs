@@ -51,6 +51,11 @@ impl HrTimer {
     ) -> HrTimer {
         let index = env.table().index(worker, clock) as u32;
         let entry: Arc<HrEntry<Callback>> = Arc::new(HrEntry::new(index, f));
+        {
+            // Room in its base's queue, so that a start never allocates.
+            let (_, mut g) = lock_base(env.table(), &entry);
+            g.queue.promise();
+        }
         HrTimer { entry, env }
     }
 

@@ -432,3 +432,40 @@ proptest! {
         prop_assert_eq!(got, rest);
     }
 }
+
+/// Inserting up to the promised number of entries allocates nothing: the
+/// arrays keep their buffers (an hrtimer started from a signal handler
+/// must not call the allocator).
+#[test]
+fn promised_room_is_there_without_allocating() {
+    let mut q: Queue<u32> = Queue::new();
+    for _ in 0..100 {
+        q.promise();
+    }
+    let buffers = |q: &Queue<u32>| {
+        (
+            q.heap.as_ptr() as usize,
+            q.pos.as_ptr() as usize,
+            q.slab.as_ptr() as usize,
+        )
+    };
+    let before = buffers(&q);
+    for i in 0..100u32 {
+        q.insert(u64::from(i), u64::from(i), i);
+    }
+    assert_eq!(
+        buffers(&q),
+        before,
+        "an insertion within the promise reallocated"
+    );
+    q.check();
+    // Taken back, the room stays.
+    for _ in 0..100 {
+        q.unpromise();
+    }
+    while q.pop_due(u64::MAX).is_some() {}
+    for i in 0..100u32 {
+        q.insert(u64::from(i), u64::from(i), i);
+    }
+    assert_eq!(buffers(&q), before);
+}
