@@ -35,7 +35,8 @@ pub(crate) enum Target {
     Glibc(usize, timer_t),
 }
 
-fn target(t: timer_t) -> Option<Target> {
+/// What a `timer_t` names (the module docs' table).
+pub(crate) fn decode(t: timer_t) -> Option<Target> {
     let v = t as usize;
     if v <= i32::MAX as usize {
         return Some(Target::Ours(v as c_int));
@@ -43,7 +44,8 @@ fn target(t: timer_t) -> Option<Target> {
     glibc_slot(v.checked_sub(PASSED)?)
 }
 
-fn target_old(id: c_int) -> Option<Target> {
+/// What an old-ABI `int` ID names.
+pub(crate) fn decode_old(id: c_int) -> Option<Target> {
     if id >= 0 {
         return Some(Target::Ours(id));
     }
@@ -214,16 +216,6 @@ pub(crate) fn delete(t: Option<Target>) -> c_int {
         }
         None => fail(libc::EINVAL),
     }
-}
-
-/// The `timer_t` and old-ABI decoders, for the exports.
-pub(crate) fn decode(t: timer_t) -> Option<Target> {
-    target(t)
-}
-
-/// As [`decode`], for an old-ABI `int` ID.
-pub(crate) fn decode_old(id: c_int) -> Option<Target> {
-    target_old(id)
 }
 
 thread_local! {
