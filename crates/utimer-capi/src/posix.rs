@@ -165,19 +165,54 @@ pub unsafe extern "C" fn utimer_timer_settime(
         if flags & !UTIMER_TIMER_ABSTIME != 0 {
             return Err(libc::EINVAL);
         }
-        let spec = ItimerSpec::from_c(new).map_err(errno)?;
         let abstime = flags & UTIMER_TIMER_ABSTIME != 0;
-        let old = u
-            .sys
-            .posix()
-            .timer_settime(TimerId::from_raw(timerid), abstime, spec)
-            .map_err(errno)?;
-        if !old_value.is_null() {
-            // SAFETY: non-null, and the caller promised it writable.
-            unsafe { old_value.write(old.to_c()) };
-        }
-        Ok(0)
+        // SAFETY: the caller's promise for `old_value`.
+        unsafe { settime(u, TimerId::from_raw(timerid), abstime, new, old_value) }
     })
+}
+
+/// The body of `utimer_timer_settime` and `utimer_timerfd_settime`: arms
+/// `id` with `new` and stores the old setting in `*old_value` if not NULL.
+///
+/// # Safety
+/// `old_value` is NULL or writable.
+pub(crate) unsafe fn settime(
+    u: &utimer_t,
+    id: TimerId,
+    abstime: bool,
+    new: &libc::itimerspec,
+    old_value: *mut libc::itimerspec,
+) -> Result<c_int, Errno> {
+    let spec = ItimerSpec::from_c(new).map_err(errno)?;
+    let old = u
+        .sys
+        .posix()
+        .timer_settime(id, abstime, spec)
+        .map_err(errno)?;
+    if !old_value.is_null() {
+        // SAFETY: non-null, and the caller promised it writable.
+        unsafe { old_value.write(old.to_c()) };
+    }
+    Ok(0)
+}
+
+/// The body of `utimer_timer_gettime` and `utimer_timerfd_gettime`: stores
+/// `id`'s setting in `*curr_value` (`EFAULT` for NULL).
+///
+/// # Safety
+/// `curr_value` is NULL or writable.
+pub(crate) unsafe fn gettime(
+    u: &utimer_t,
+    id: TimerId,
+    curr_value: *mut libc::itimerspec,
+) -> Result<c_int, Errno> {
+    let cur = u.sys.posix().timer_gettime(id).map_err(errno)?;
+    if curr_value.is_null() {
+        return Err(libc::EFAULT);
+    }
+    // SAFETY: non-null, and the caller promised it writable.
+    unsafe { curr_value.write(cur.to_c()) };
+    Ok(0)
 }
 
 /// Stores the time to timer `timerid`'s next expiry and its interval in
@@ -197,17 +232,8 @@ pub unsafe extern "C" fn utimer_timer_gettime(
     guard(-1, || {
         // SAFETY: the caller's promise.
         let u = unsafe { handle(u) }?;
-        let cur = u
-            .sys
-            .posix()
-            .timer_gettime(TimerId::from_raw(timerid))
-            .map_err(errno)?;
-        if curr_value.is_null() {
-            return Err(libc::EFAULT);
-        }
-        // SAFETY: non-null, and the caller promised it writable.
-        unsafe { curr_value.write(cur.to_c()) };
-        Ok(0)
+        // SAFETY: the caller's promise for `curr_value`.
+        unsafe { gettime(u, TimerId::from_raw(timerid), curr_value) }
     })
 }
 

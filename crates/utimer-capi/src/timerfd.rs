@@ -42,7 +42,7 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI64, AtomicPtr, Ordering};
 use std::sync::Mutex;
-use utimer::{ClockId, ItimerSpec, TimerId};
+use utimer::{ClockId, TimerId};
 
 /// Descriptors per chunk of the table.
 const CHUNK: usize = 1024;
@@ -230,18 +230,9 @@ pub unsafe extern "C" fn utimer_timerfd_settime(
         }
         // SAFETY: the caller's promise.
         let new = unsafe { handle(new_value) }.map_err(|_| libc::EFAULT)?;
-        let spec = ItimerSpec::from_c(new).map_err(errno)?;
         let abstime = flags & libc::TFD_TIMER_ABSTIME != 0;
-        let old = u
-            .sys
-            .posix()
-            .timer_settime(id, abstime, spec)
-            .map_err(errno)?;
-        if !old_value.is_null() {
-            // SAFETY: non-null, and the caller promised it writable.
-            unsafe { old_value.write(old.to_c()) };
-        }
-        Ok(0)
+        // SAFETY: the caller's promise for `old_value`.
+        unsafe { crate::posix::settime(u, id, abstime, new, old_value) }
     })
 }
 
@@ -263,13 +254,8 @@ pub unsafe extern "C" fn utimer_timerfd_gettime(
         // SAFETY: the caller's promise.
         let u = unsafe { handle(u) }?;
         let id = TABLE.get(fd).ok_or_else(|| not_ours(fd))?;
-        let cur = u.sys.posix().timer_gettime(id).map_err(errno)?;
-        if curr_value.is_null() {
-            return Err(libc::EFAULT);
-        }
-        // SAFETY: non-null, and the caller promised it writable.
-        unsafe { curr_value.write(cur.to_c()) };
-        Ok(0)
+        // SAFETY: the caller's promise for `curr_value`.
+        unsafe { crate::posix::gettime(u, id, curr_value) }
     })
 }
 
