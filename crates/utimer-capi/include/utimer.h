@@ -242,6 +242,22 @@ struct utimer_t *utimer_open_unthreaded(unsigned int workers);
 void utimer_close(struct utimer_t *u);
 
 /*
+ Serves a thread of real-time priority `priority` (its `SCHED_FIFO` or
+ `SCHED_RR` priority, 1..=99): `u`'s worker threads run `SCHED_FIFO` at
+ that priority, so that no real-time thread below it keeps a timer from
+ firing, and wake ahead of their expiries to fire them on time (the
+ kernel fires hrtimers from its interrupt). Never lowers; best effort
+ without the privilege. A timer that fires, made for a real-time thread,
+ does this by itself. Returns the priority the workers run at (0: not
+ raised), or -1 with `errno = EINVAL` for NULL.
+
+ # Safety
+ `u` is NULL or a live handle.
+ */
+int utimer_serve_realtime(const struct utimer_t *u,
+                          int priority);
+
+/*
  The number of workers of `u` (0 with `errno = EINVAL` for NULL).
 
  # Safety

@@ -1,7 +1,7 @@
 //! Opening and closing a timer system; its clock in jiffies.
 
 use crate::ffi::{guard, handle, Errno};
-use std::os::raw::c_uint;
+use std::os::raw::{c_int, c_uint};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,7 +26,7 @@ pub struct utimer_t {
 
 fn workers(n: c_uint) -> usize {
     match n {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        0 => TimerSystem::builder().worker_count(),
         n => n as usize,
     }
 }
@@ -38,7 +38,22 @@ fn open(n: c_uint, threads: bool) -> Result<*mut utimer_t, Errno> {
     if n > MAX_WORKERS {
         return Err(libc::EINVAL);
     }
-    let builder = TimerSystem::builder().workers(workers(n));
+    open_with(TimerSystem::builder().workers(workers(n)), threads)
+}
+
+/// A threaded system with one worker pinned to each CPU the process may
+/// run on, so that a timer armed on a CPU fires there, as the kernel's do
+/// (a thread that is no worker's arms on the worker of its CPU;
+/// `Builder::pin_to_process_cpus`): the drop-in library's system. Rust
+/// only (the C API's `utimer_open` does not pin). NULL with `errno` set on
+/// failure, as `utimer_open`.
+pub fn utimer_open_pinned() -> *mut utimer_t {
+    guard(std::ptr::null_mut(), || {
+        open_with(TimerSystem::builder().pin_to_process_cpus(), true)
+    })
+}
+
+fn open_with(builder: utimer::Builder, threads: bool) -> Result<*mut utimer_t, Errno> {
     let (sys, rt) = if threads {
         let rt =
             Runtime::with_builder(builder).map_err(|e| e.raw_os_error().unwrap_or(libc::EAGAIN))?;
@@ -100,6 +115,26 @@ pub unsafe extern "C" fn utimer_close(u: *mut utimer_t) {
         drop(u);
         Ok(())
     });
+}
+
+/// Serves a thread of real-time priority `priority` (its `SCHED_FIFO` or
+/// `SCHED_RR` priority, 1..=99): `u`'s worker threads run `SCHED_FIFO` at
+/// that priority, so that no real-time thread below it keeps a timer from
+/// firing, and wake ahead of their expiries to fire them on time (the
+/// kernel fires hrtimers from its interrupt). Never lowers; best effort
+/// without the privilege. A timer that fires, made for a real-time thread,
+/// does this by itself. Returns the priority the workers run at (0: not
+/// raised), or -1 with `errno = EINVAL` for NULL.
+///
+/// # Safety
+/// `u` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn utimer_serve_realtime(u: *const utimer_t, priority: c_int) -> c_int {
+    guard(-1, || {
+        // SAFETY: the caller's promise.
+        let u = unsafe { handle(u) }?;
+        Ok(u.sys.serve_realtime(priority))
+    })
 }
 
 /// The number of workers of `u` (0 with `errno = EINVAL` for NULL).

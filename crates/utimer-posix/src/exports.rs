@@ -11,12 +11,14 @@
 //! | `fcntl64` | `GLIBC_2.28` |
 //! | `signalfd` | `GLIBC_2.7` |
 //! | `dup3` | `GLIBC_2.9` |
+//! | `sched_setscheduler`, `sched_setparam`, `pthread_setschedparam` | `GLIBC_2.2.5` |
+//! | `pthread_setschedprio` | `GLIBC_2.34` (default), `GLIBC_2.3.4` |
 //!
 //! None of them unwinds: the C library's functions they call catch panics,
 //! and the rest cannot panic.
 
 use crate::real::timer_t;
-use crate::{signals, timer, timerfd};
+use crate::{sched, signals, timer, timerfd};
 use std::ffi::c_int;
 use timer::Out;
 
@@ -64,6 +66,11 @@ std::arch::global_asm!(
     ".symver utimer_posix_fcntl, fcntl@@GLIBC_2.2.5",
     ".symver utimer_posix_fcntl64, fcntl64@@GLIBC_2.28",
     ".symver utimer_posix_dup3, dup3@@GLIBC_2.9",
+    ".symver utimer_posix_sched_setscheduler, sched_setscheduler@@GLIBC_2.2.5",
+    ".symver utimer_posix_sched_setparam, sched_setparam@@GLIBC_2.2.5",
+    ".symver utimer_posix_pthread_setschedparam, pthread_setschedparam@@GLIBC_2.2.5",
+    ".symver utimer_posix_pthread_setschedprio, pthread_setschedprio@@GLIBC_2.34",
+    ".symver utimer_posix_pthread_setschedprio, pthread_setschedprio@GLIBC_2.3.4",
 );
 
 /// Defines an export (the `.symver` lines give it its names).
@@ -314,4 +321,37 @@ pub(crate) unsafe extern "C" fn utimer_posix_bsd_signal(signo: c_int, handler: u
 pub(crate) unsafe extern "C" fn utimer_posix_sysv_signal(signo: c_int, handler: usize) -> usize {
     // SAFETY: the caller's promise.
     unsafe { signals::signal_with(signo, handler, libc::SA_RESETHAND | libc::SA_NODEFER) }
+}
+
+timer_fns! {
+    /// `sched_setscheduler()`: a thread of the process made real-time has
+    /// the workers run above it.
+    fn utimer_posix_sched_setscheduler(pid: libc::pid_t, policy: c_int, param: *const libc::sched_param) -> c_int {
+        // SAFETY: the caller's arguments, as glibc's.
+        unsafe { sched::setscheduler(pid, policy, param) }
+    }
+}
+
+timer_fns! {
+    /// `sched_setparam()`: as `sched_setscheduler()`.
+    fn utimer_posix_sched_setparam(pid: libc::pid_t, param: *const libc::sched_param) -> c_int {
+        // SAFETY: as above.
+        unsafe { sched::setparam(pid, param) }
+    }
+}
+
+timer_fns! {
+    /// `pthread_setschedparam()`: as `sched_setscheduler()`.
+    fn utimer_posix_pthread_setschedparam(thread: libc::pthread_t, policy: c_int, param: *const libc::sched_param) -> c_int {
+        // SAFETY: as above.
+        unsafe { sched::pthread_setschedparam(thread, policy, param) }
+    }
+}
+
+timer_fns! {
+    /// `pthread_setschedprio()`: as `sched_setscheduler()`.
+    fn utimer_posix_pthread_setschedprio(thread: libc::pthread_t, prio: c_int) -> c_int {
+        // SAFETY: as above.
+        unsafe { sched::pthread_setschedprio(thread, prio) }
+    }
 }

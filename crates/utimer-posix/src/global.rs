@@ -12,8 +12,10 @@
 //!   start fails (no threads) ──► FAILED: every call goes to glibc.
 //! ```
 //!
-//! `UTIMER_WORKERS=n` sets the number of workers (default: one per CPU the
-//! process may run on); `UTIMER_POSIX=off` sends every call to glibc, for
+//! `UTIMER_WORKERS=n` sets the number of workers, unpinned (default: one
+//! per CPU the process may run on, each pinned to its CPU, a program
+//! thread's timers on the worker of the CPU it first armed one from, as
+//! the kernel's); `UTIMER_POSIX=off` sends every call to glibc, for
 //! comparing a program on the kernel and on utimer without rebuilding it.
 
 use std::ffi::c_uint;
@@ -76,10 +78,19 @@ fn start() -> Option<*mut utimer_t> {
         .ok()
         .and_then(|v| v.parse::<c_uint>().ok())
         .unwrap_or(0);
-    let u = utimer_capi::utimer_open(workers);
+    let u = match workers {
+        // One worker on each CPU, as the kernel's timer bases.
+        0 => utimer_capi::utimer_open_pinned(),
+        n => utimer_capi::utimer_open(n),
+    };
     if u.is_null() {
         STATE.store(OFF, Ordering::Release);
         return None;
+    }
+    let early = crate::sched::early_priority();
+    if early > 0 {
+        // SAFETY: the live system just opened.
+        unsafe { utimer_capi::utimer_serve_realtime(u, early) };
     }
     SYSTEM.store(u, Ordering::Release);
     STATE.store(UP, Ordering::Release);

@@ -40,6 +40,10 @@
 //!   system call: the handler's own timer calls (POSIX says they are
 //!   async-signal-safe) then never wait for a lock that the interrupted
 //!   call holds.
+//! * Scheduling (`sched.rs`): the library interposes `sched_setscheduler`,
+//!   `sched_setparam`, `pthread_setschedparam` and `pthread_setschedprio`,
+//!   so that the workers run at the priority of the program's highest
+//!   real-time thread, where no lower thread keeps them off a CPU.
 //! * Descriptors (`timerfd.rs`): `close`, `dup2` and `dup3` are
 //!   interposed so that a utimer timerfd's timer dies with its descriptor;
 //!   the expirations are written through a private duplicate, so a
@@ -64,6 +68,7 @@ mod critical;
 mod exports;
 mod global;
 mod real;
+mod sched;
 mod signals;
 mod timer;
 mod timerfd;

@@ -37,6 +37,12 @@ type Dup2Fn = unsafe extern "C" fn(c_int, c_int) -> c_int;
 type FcntlFn = unsafe extern "C" fn(c_int, c_int, usize) -> c_int;
 type Fcntl64Fn = unsafe extern "C" fn(c_int, c_int, usize) -> c_int;
 type Dup3Fn = unsafe extern "C" fn(c_int, c_int, c_int) -> c_int;
+type SchedSetschedulerFn =
+    unsafe extern "C" fn(libc::pid_t, c_int, *const libc::sched_param) -> c_int;
+type SchedSetparamFn = unsafe extern "C" fn(libc::pid_t, *const libc::sched_param) -> c_int;
+type PthreadSetschedparamFn =
+    unsafe extern "C" fn(libc::pthread_t, c_int, *const libc::sched_param) -> c_int;
+type PthreadSetschedprioFn = unsafe extern "C" fn(libc::pthread_t, c_int) -> c_int;
 
 /// The functions passed through.
 pub(crate) struct Real {
@@ -59,6 +65,10 @@ pub(crate) struct Real {
     pub(crate) fcntl: FcntlFn,
     pub(crate) fcntl64: Fcntl64Fn,
     pub(crate) dup3: Dup3Fn,
+    pub(crate) sched_setscheduler: SchedSetschedulerFn,
+    pub(crate) sched_setparam: SchedSetparamFn,
+    pub(crate) pthread_setschedparam: PthreadSetschedparamFn,
+    pub(crate) pthread_setschedprio: PthreadSetschedprioFn,
 }
 
 static REAL: OnceLock<Real> = OnceLock::new();
@@ -130,6 +140,10 @@ fn resolve() -> Real {
         fcntl: sym!(FcntlFn: c"fcntl", c"GLIBC_2.2.5"),
         fcntl64: sym!(Fcntl64Fn: c"fcntl64", c"GLIBC_2.28", c"GLIBC_2.2.5"),
         dup3: sym!(Dup3Fn: c"dup3", c"GLIBC_2.9"),
+        sched_setscheduler: sym!(SchedSetschedulerFn: c"sched_setscheduler", c"GLIBC_2.2.5"),
+        sched_setparam: sym!(SchedSetparamFn: c"sched_setparam", c"GLIBC_2.2.5"),
+        pthread_setschedparam: sym!(PthreadSetschedparamFn: c"pthread_setschedparam", c"GLIBC_2.2.5"),
+        pthread_setschedprio: sym!(PthreadSetschedprioFn: c"pthread_setschedprio", c"GLIBC_2.34", c"GLIBC_2.3.4"),
     }
 }
 

@@ -90,16 +90,17 @@ fn the_library_serves_the_program() {
     std::fs::write(
         &src,
         "#define _GNU_SOURCE\n#include <dlfcn.h>\n#include <stdio.h>\n#include <time.h>\n\
-         #include <sys/timerfd.h>\n#include <signal.h>\n#include <unistd.h>\n\
+         #include <sys/timerfd.h>\n#include <signal.h>\n#include <unistd.h>\n#include <sched.h>\n#include <pthread.h>\n\
          static void show(void *f) { Dl_info i; dladdr(f, &i); printf(\"%s\\n\", i.dli_fname); }\n\
          int main(void) { show((void *)timer_create); show((void *)timer_settime);\n\
-         show((void *)timerfd_create); show((void *)sigaction); show((void *)close); return 0; }\n",
+         show((void *)timerfd_create); show((void *)sigaction); show((void *)close);\n\
+         show((void *)sched_setscheduler); show((void *)pthread_setschedprio); return 0; }\n",
     )
     .unwrap();
     let exe = dir.join("which");
     let ok = Command::new("cc")
         .arg(&src)
-        .args(["-lrt", "-ldl", "-o"])
+        .args(["-lrt", "-ldl", "-pthread", "-o"])
         .arg(&exe)
         .status()
         .unwrap()
@@ -108,7 +109,7 @@ fn the_library_serves_the_program() {
     let lib = library();
     let out = Command::new(&exe).env("LD_PRELOAD", &lib).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.lines().count(), 5, "{text}");
+    assert_eq!(text.lines().count(), 7, "{text}");
     for line in text.lines() {
         assert!(
             line.ends_with("libutimer_posix.so"),
@@ -126,15 +127,20 @@ fn the_library_serves_the_program() {
         .arg("-L")
         .arg(libdir)
         .arg(format!("-Wl,-rpath,{}", libdir.display()))
-        .args(["-lutimer_posix", "-lrt", "-ldl", "-o"])
+        .args(["-lutimer_posix", "-lrt", "-ldl", "-pthread", "-o"])
         .arg(&linked)
         .status()
         .unwrap()
         .success();
     assert!(ok, "which.c does not link with -lutimer_posix");
-    let out = Command::new(&linked).output().unwrap();
+    // Its run path names the library just built: cargo's LD_LIBRARY_PATH
+    // (which comes first) could name an older copy in target/<profile>.
+    let out = Command::new(&linked)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.lines().count(), 5, "{text}");
+    assert_eq!(text.lines().count(), 7, "{text}");
     for line in text.lines() {
         assert!(
             line.ends_with("libutimer_posix.so"),
@@ -167,4 +173,9 @@ fn fork() {
 #[test]
 fn sigsafe() {
     both("sigsafe");
+}
+
+#[test]
+fn sched() {
+    both("sched");
 }

@@ -1,6 +1,7 @@
 /* POSIX timers through the C API: the kernel's semantics, bad input. */
 #define _GNU_SOURCE
 #include "check.h"
+#include <sched.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -229,6 +230,26 @@ static void abstime(utimer_t *u) {
     CHECK(utimer_timer_delete(u, id) == 0);
 }
 
+/* utimer_serve_realtime: NULL is EINVAL; a priority that is not a
+   real-time one changes nothing; a real one raises the workers (when the
+   process may) and is never undone by a lower one. */
+static void serve_realtime(utimer_t *u) {
+    ERRNO(utimer_serve_realtime(NULL, 10), -1, EINVAL);
+    CHECK(utimer_serve_realtime(u, 0) == 0);
+    CHECK(utimer_serve_realtime(u, -5) == 0);
+    struct sched_param p = {.sched_priority = 1};
+    int allowed = sched_setscheduler(0, SCHED_FIFO, &p) == 0;
+    if (allowed) {
+        p.sched_priority = 0;
+        CHECK(sched_setscheduler(0, SCHED_OTHER, &p) == 0);
+    }
+    int got = utimer_serve_realtime(u, 10);
+    CHECK(got == 0 || got == 10);
+    if (allowed)
+        CHECK(got == 10);
+    CHECK(utimer_serve_realtime(u, 5) == got);
+}
+
 int main(void) {
     sigset_t set;
     sigemptyset(&set);
@@ -245,6 +266,7 @@ int main(void) {
     sigev_fd(u);
     default_sigevent(u);
     abstime(u);
+    serve_realtime(u);
     /* Closing with timers still existing deletes them. */
     struct sigevent none = {0};
     none.sigev_notify = SIGEV_NONE;

@@ -338,7 +338,33 @@ pub(crate) fn start(
     soft: u64,
     hard: u64,
 ) -> Result<Option<usize>, TimerError> {
+    start_checked(table, e, soft, hard, false)
+}
+
+/// [`start`], refused with [`TimerError::Running`] (nothing changed) while
+/// `e`'s callback runs on another thread: a re-arm that must not overlap
+/// the old setting's callback, with one lock instead of `try_cancel`'s
+/// and `start`'s two. The queued entry is moved in place.
+pub(crate) fn start_unless_running(
+    table: &HrTable,
+    e: &Arc<HrEntry>,
+    soft: u64,
+    hard: u64,
+) -> Result<Option<usize>, TimerError> {
+    start_checked(table, e, soft, hard, true)
+}
+
+fn start_checked(
+    table: &HrTable,
+    e: &Arc<HrEntry>,
+    soft: u64,
+    hard: u64,
+    unless_running: bool,
+) -> Result<Option<usize>, TimerError> {
     let (mut base, mut g) = lock_base(table, e);
+    if unless_running && base.is_running(e) && !super::expire::running_here(e) {
+        return Err(TimerError::Running);
+    }
     let mut carried = None;
     loop {
         if g.closed & DEAD != 0 || e.flags.load(Relaxed) & SHUTDOWN != 0 {
@@ -395,6 +421,13 @@ pub(crate) fn shutdown(table: &HrTable, e: &HrEntry) -> bool {
 /// Moves an idle `e` (neither queued nor running) to its worker's base of
 /// `clock`. `Err(Running)` / `Err(AlreadyPending)` otherwise.
 pub(crate) fn set_clock(table: &HrTable, e: &HrEntry, clock: ClockId) -> Result<(), TimerError> {
+    // Already on that clock: nothing to lock. Only this function moves an
+    // entry to a base of another clock (a migration keeps the clock), so
+    // the link read here names the clock the entry is on at this instant.
+    let b = e.base.load(Acquire);
+    if b & MIGRATING_WORKER == 0 && table.base_at(b as usize).clock == clock {
+        return Ok(());
+    }
     let (base, mut g) = lock_base(table, e);
     if base.clock == clock {
         return Ok(());

@@ -114,6 +114,23 @@ impl HrTimer {
         Ok(())
     }
 
+    /// [`start`](Self::start) unless its callback runs on another thread:
+    /// then [`TimerError::Running`] and nothing changed (wait with
+    /// [`cancel`](Self::cancel) and try again). A queued timer moves in
+    /// place: the kernel's `hrtimer_try_to_cancel()` and `hrtimer_start()`
+    /// under one lock of the base.
+    ///
+    /// # Errors
+    /// [`TimerError::Running`]; [`TimerError::Shutdown`] if the system is
+    /// gone.
+    pub(crate) fn start_unless_running(&self, at: u64) -> Result<(), TimerError> {
+        let wake = base::start_unless_running(self.table(), &self.entry, at, at)?;
+        if let Some(w) = wake {
+            self.env.wake(w);
+        }
+        Ok(())
+    }
+
     /// Whether this thread runs this timer's callback now.
     pub(crate) fn running_here(&self) -> bool {
         running_here(&self.entry)

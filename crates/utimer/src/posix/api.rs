@@ -6,6 +6,7 @@
 use super::registry::{Registry, TABLE};
 use super::timer::{Inner, PosixTimer};
 use super::{ItimerSpec, Notify, TimerId};
+use crate::system::thread_priority;
 use crate::time::ClockId;
 use crate::{TimerError, TimerSystem};
 
@@ -127,9 +128,11 @@ impl PosixTimers<'_> {
         let worker = core.bases.route(core.bases.current_worker());
         let owner = Registry::of(self.sys).owner;
         let mut made = Ok(());
+        let mut served = None;
         let id = TABLE
             .insert(|id| {
                 let notify = notify(TimerId(id));
+                served = notify.served_thread();
                 let inner = match notify
                     .check()
                     .and_then(|()| Inner::new(self.sys.env(), worker, id, clock, notify, fd.take()))
@@ -160,11 +163,14 @@ impl PosixTimers<'_> {
             TABLE.remove_if(id, |t| t.owner == 0);
             return Err(e);
         }
-        Registry::of(self.sys)
-            .ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id);
+        if let Some(tid) = served {
+            // A real-time thread waits for this timer: the workers run
+            // at its priority (`system/realtime.rs`).
+            let p = thread_priority(tid);
+            if p > 0 {
+                self.sys.serve_realtime(p);
+            }
+        }
         Ok(TimerId(id))
     }
 
@@ -214,11 +220,6 @@ impl PosixTimers<'_> {
         self.with_posix(id, |t| t.delete())?;
         let owner = Registry::of(self.sys).owner;
         TABLE.remove_if(id.0, |t| t.owner == owner);
-        Registry::of(self.sys)
-            .ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id.0);
         Ok(())
     }
 

@@ -56,6 +56,7 @@ mod api;
 mod notify;
 #[cfg(not(loom))]
 mod registry;
+mod snapshot;
 pub(crate) mod table;
 #[cfg(not(loom))]
 mod timer;

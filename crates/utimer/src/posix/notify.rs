@@ -130,6 +130,20 @@ impl Notify {
     }
 
     /// Checks the arguments (`EINVAL` for a signal out of range).
+    /// The thread that waits for this timer's notifications, for the
+    /// workers' real-time priority: the one a `SIGEV_THREAD_ID` signal
+    /// names, else the creating thread (0); `None` for `SIGEV_NONE`, which
+    /// never fires.
+    pub(crate) fn served_thread(&self) -> Option<i32> {
+        match self {
+            Notify::None => None,
+            Notify::Signal {
+                thread: Some(t), ..
+            } => Some(*t),
+            _ => Some(0),
+        }
+    }
+
     pub(crate) fn check(&self) -> Result<(), TimerError> {
         match self {
             Notify::Signal { signo, thread, .. } => {

@@ -1,13 +1,13 @@
-//! Which POSIX timers a system owns: its serial (the owner every lookup
-//! checks) and its IDs, so that the system's end deletes them (the
-//! kernel's `exit_itimers()` at process exit).
+//! Which POSIX timers a system owns: its serial, the owner every lookup
+//! checks and the system's end looks for in the table to delete its
+//! timers (the kernel's `exit_itimers()` at process exit). No list of its
+//! own: creating and deleting a timer touch only the table.
 
 use super::table::IdTable;
 use super::timer::PosixTimer;
 use crate::TimerSystem;
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{LazyLock, Mutex};
+use std::sync::LazyLock;
 
 /// The process-wide ID table (see the module docs: one table, so that an
 /// ID from another system is refused by the owner check).
@@ -19,14 +19,12 @@ static SERIAL: AtomicU64 = AtomicU64::new(1);
 /// One system's POSIX timers.
 pub(crate) struct Registry {
     pub(crate) owner: u64,
-    pub(crate) ids: Mutex<BTreeSet<i32>>,
 }
 
 impl Registry {
     fn new() -> Registry {
         Registry {
             owner: SERIAL.fetch_add(1, Relaxed),
-            ids: Mutex::new(BTreeSet::new()),
         }
     }
 
@@ -44,9 +42,8 @@ impl Registry {
 impl Drop for Registry {
     /// Deletes every timer the system still owns.
     fn drop(&mut self) {
-        let ids = std::mem::take(&mut *self.ids.lock().unwrap_or_else(|e| e.into_inner()));
-        for id in ids {
-            let owner = self.owner;
+        let owner = self.owner;
+        for id in TABLE.ids_where(|t| t.owner == owner) {
             let inner = TABLE
                 .with(id, |t| (t.owner == owner).then(|| t.inner.clone()))
                 .flatten();

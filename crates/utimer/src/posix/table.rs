@@ -398,6 +398,24 @@ impl<T: Send + Sync + 'static> IdTable<T> {
         true
     }
 
+    /// The IDs whose values satisfy `pred`, under the writer lock (so
+    /// none is linked or unlinked meanwhile): a walk of the whole array,
+    /// for a system's end, not for a hot path.
+    pub(crate) fn ids_where(&self, pred: impl Fn(&T) -> bool) -> Vec<i32> {
+        let _w = self.lock_writer();
+        let guard = &epoch::pin();
+        self.current(guard)
+            .slots
+            .iter()
+            .filter_map(|slot| {
+                // SAFETY: as in `with`: loaded while pinned, and nothing is
+                // unlinked while the writer lock is held.
+                let entry = unsafe { slot.load(Acquire, guard).as_ref() }?;
+                pred(&entry.value).then_some(entry.id)
+            })
+            .collect()
+    }
+
     /// The number of IDs in use (tests).
     #[cfg(test)]
     fn len(&self) -> usize {

@@ -4,18 +4,24 @@
 //! # Locking rules
 //!
 //! `state` is the kernel's `it_lock`: every field of [`State`] is read and
-//! written under it. Lock order: `it_lock`, then the hrtimer's base lock
-//! (inside `HrTimer` calls); never the reverse — the expiry run holds no
+//! written under it, and each section under it is a write section of the
+//! copy of the fields that `timer_gettime` and `timer_getoverrun` read
+//! without it (`snap`, `snapshot.rs`, behind a sequence count). Lock
+//! order: `it_lock`, then the hrtimer's base lock (inside `HrTimer` calls); never the reverse — the expiry run holds no
 //! base lock while the callback (`on_fire`) takes `it_lock`. Nobody waits
 //! for a running notification while holding `it_lock`: `settime` and
 //! `delete` drop it, wait (`HrTimer::cancel`), and start over, as the
 //! kernel's `timer_wait_running()` does.
 
 use super::notify::{self, Notify};
-use super::{ItimerSpec, TimerId};
-use crate::hrtimer::{forward_expiry, HrEnv, HrFire, HrRestart, HrTimer};
+use super::snapshot::{setting, Change, Seen, Snapshot};
+
+mod fire;
+use super::ItimerSpec;
+use crate::hrtimer::{forward_expiry, HrEnv, HrTimer};
 use crate::time::ClockId;
 use crate::TimerError;
+use fire::on_fire;
 use std::os::fd::{OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
@@ -42,6 +48,9 @@ pub(crate) struct Inner {
     hr: Option<HrTimer>,
     env: Arc<dyn HrEnv>,
     state: Mutex<State>,
+    /// What `gettime` and `getoverrun` read without `state`'s lock,
+    /// written by every section under it (`snapshot.rs`).
+    snap: Snapshot,
 }
 
 /// `it_lock`'s data.
@@ -130,6 +139,16 @@ impl Inner {
                 notify,
                 hr,
                 env,
+                snap: Snapshot::new(&Seen {
+                    deleted: false,
+                    armed: false,
+                    sig_queued: false,
+                    carrying: false,
+                    eff: clock,
+                    expires: 0,
+                    interval: 0,
+                    overrun_last: 0,
+                }),
                 state: Mutex::new(State {
                     deleted: false,
                     armed: false,
@@ -150,8 +169,13 @@ impl Inner {
         }))
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> Locked<'_> {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.snap.begin();
+        Locked {
+            st,
+            snap: &self.snap,
+        }
     }
 
     fn now(&self, clock: ClockId) -> u64 {
@@ -160,48 +184,51 @@ impl Inner {
 
     /// The current setting: the kernel's `common_timer_get()`.
     fn current(&self, st: &mut State) -> ItimerSpec {
-        let interval = Duration::from_nanos(st.interval);
-        if !st.armed {
-            return ItimerSpec {
-                value: Duration::ZERO,
-                interval,
-            };
-        }
-        let now = self.now(st.eff);
-        let sig_none = self.hr.is_none();
-        if sig_none && now >= st.expires {
-            if st.interval > 0 {
-                // Never queued: move it forward on demand, so it keeps
-                // wrapping.
-                st.expires = forward_expiry(st.expires, now, interval).0;
-            } else {
-                st.armed = false;
-                return ItimerSpec {
-                    value: Duration::ZERO,
-                    interval,
-                };
-            }
-        }
-        let mut expires = st.expires;
-        if !sig_none && st.sig_queued && st.interval > 0 && now >= expires {
-            // Waiting for its signal's acceptance, it looks at the periods
-            // only now and then: the next one is where the period says (the
-            // kernel's common_timer_get() forwards a timer whose re-arm
-            // waits for delivery the same way).
-            expires = forward_expiry(expires, now, interval).0;
-        }
-        let value = match expires.checked_sub(now) {
-            Some(left) if left > 0 => Duration::from_nanos(left),
-            // Due, and the notification not yet out: never report 0 for
-            // an armed timer (0 means disarmed).
-            _ => Duration::from_nanos(1),
-        };
-        ItimerSpec { value, interval }
+        self.current_at(st, &mut None)
     }
 
-    /// `timer_gettime()`.
+    /// [`current`](Self::current) with the time of `st.eff` read at most
+    /// once: `now` holds it if the caller read it already, and holds it
+    /// afterwards if this read it (a disarmed timer needs no clock).
+    fn current_at(&self, st: &mut State, now: &mut Option<u64>) -> ItimerSpec {
+        let (spec, change) = setting(
+            self.hr.is_none(),
+            st.armed,
+            st.expires,
+            st.interval,
+            st.sig_queued,
+            || *now.get_or_insert_with(|| self.now(st.eff)),
+        );
+        match change {
+            Some(Change::Forward(expires)) => st.expires = expires,
+            Some(Change::Disarm) => st.armed = false,
+            None => {}
+        }
+        spec
+    }
+
+    /// `timer_gettime()`: from the published copy, without the lock
+    /// (`snapshot.rs`), unless a setting changed meanwhile.
     pub(crate) fn gettime(&self) -> Result<ItimerSpec, TimerError> {
-        self.gettime_then(|| ())
+        let sig_none = self.hr.is_none();
+        let fast = self.snap.read(|seen| {
+            if seen.deleted {
+                return Err(TimerError::NoSuchTimer);
+            }
+            let (spec, _) = setting(
+                sig_none,
+                seen.armed,
+                seen.expires,
+                seen.interval,
+                seen.sig_queued,
+                || self.now(seen.eff),
+            );
+            Ok(spec)
+        });
+        match fast {
+            Some(r) => r,
+            None => self.gettime_then(|| ()),
+        }
     }
 
     /// `timer_gettime()`, calling `locked` as soon as `it_lock` is held
@@ -225,6 +252,19 @@ impl Inner {
     /// latched here, so that the handler or the `sigwaitinfo` caller that
     /// asks reads them, as from the kernel.
     pub(crate) fn getoverrun(&self) -> Result<i32, TimerError> {
+        // Nothing carried: the published copy answers, without the lock.
+        let fast = self.snap.read(|seen| match seen {
+            Seen { deleted: true, .. } => Some(Err(TimerError::NoSuchTimer)),
+            Seen {
+                carrying: false,
+                overrun_last,
+                ..
+            } => Some(Ok(*overrun_last)),
+            _ => None,
+        });
+        if let Some(Some(r)) = fast {
+            return r;
+        }
         let mut st = self.lock();
         if st.deleted {
             return Err(TimerError::NoSuchTimer);
@@ -291,7 +331,7 @@ impl Inner {
     /// Locks the state with the hrtimer stopped: neither queued nor running
     /// its notification (unless on this very thread, from the timer's own
     /// callback). The kernel's `timer_wait_running()` loop.
-    fn lock_stopped(&self) -> Result<MutexGuard<'_, State>, TimerError> {
+    fn lock_stopped(&self) -> Result<Locked<'_>, TimerError> {
         loop {
             let st = self.lock();
             if st.deleted {
@@ -311,14 +351,78 @@ impl Inner {
     }
 
     /// `timer_settime()`: returns the old setting.
+    ///
+    /// A timer that stays on its clock moves in place: one lock of its
+    /// base checks that no callback of the old setting runs and re-queues
+    /// it (`HrTimer::start_unless_running`). The rest (a disarm, a move to
+    /// another clock) stops the timer first, as the kernel's
+    /// `common_timer_set()` does.
     pub(crate) fn settime(&self, abstime: bool, new: ItimerSpec) -> Result<ItimerSpec, TimerError> {
-        let mut st = self.lock_stopped()?;
-        let old = self.current(&mut st);
+        let eff = self.effective_clock(abstime);
+        loop {
+            let mut st = self.lock();
+            if st.deleted {
+                return Err(TimerError::NoSuchTimer);
+            }
+            if self.hr.is_some() && (new.value.is_zero() || eff != st.eff) {
+                drop(st);
+                return self.settime_stopped(abstime, new);
+            }
+            // One clock read serves the old setting and the new expiry
+            // (each `clock_gettime` is a fifth of the call).
+            let mut now = None;
+            let old = self.current_at(&mut st, &mut now);
+            if new.value.is_zero() {
+                // (`SIGEV_NONE`: nothing queued to stop.)
+                self.disarm(&mut st, new);
+                return Ok(old);
+            }
+            let value = ns(new.value);
+            let expires = if abstime {
+                value
+            } else {
+                // `now` is of `st.eff`, which is `eff` here.
+                now.unwrap_or_else(|| self.now(eff)).saturating_add(value)
+            };
+            if let Some(hr) = &self.hr {
+                match hr.start_unless_running(expires) {
+                    Err(TimerError::Running) => {
+                        // The old setting's callback runs: wait for it
+                        // without the lock it takes, then start over.
+                        drop(st);
+                        hr.cancel()?;
+                        continue;
+                    }
+                    r => r?,
+                }
+            }
+            self.new_setting(&mut st);
+            st.interval = ns(new.interval);
+            st.expires = expires;
+            st.armed = true;
+            return Ok(old);
+        }
+    }
+
+    /// The clock a setting's expiry counts in: a relative `REALTIME`
+    /// setting runs on the monotonic clock.
+    fn effective_clock(&self, abstime: bool) -> ClockId {
+        if self.clock == ClockId::Realtime && !abstime {
+            ClockId::Monotonic
+        } else {
+            self.clock
+        }
+    }
+
+    /// What every setting resets: the overrun, the signal that an older
+    /// setting queued, the timerfd's count.
+    fn new_setting(&self, st: &mut State) {
         st.seq += 1;
         st.overrun_last = 0;
         st.carry = 0;
-        // A signal queued before this call is stale: the program's hooks drop it
-        // (`signal_accepted`), and it no longer holds the next one back.
+        // A signal queued before this call is stale: the program's hooks
+        // drop it (`signal_accepted`), and it no longer holds the next one
+        // back.
         st.sig_queued = false;
         if st.fd_dirty {
             if let Some(fd) = &st.fd {
@@ -326,19 +430,31 @@ impl Inner {
             }
             st.fd_dirty = false;
         }
+    }
+
+    /// A zero setting: disarmed, a POSIX timer with no interval either
+    /// (the kernel clears it), a timerfd with the one given (the kernel
+    /// keeps it). The hrtimer is already stopped.
+    fn disarm(&self, st: &mut State, new: ItimerSpec) {
+        self.new_setting(st);
+        st.interval = if self.timerfd { ns(new.interval) } else { 0 };
+        st.armed = false;
+    }
+
+    /// [`settime`](Self::settime) with the hrtimer stopped first (it may
+    /// change clocks only while stopped).
+    fn settime_stopped(&self, abstime: bool, new: ItimerSpec) -> Result<ItimerSpec, TimerError> {
+        let mut st = self.lock_stopped()?;
+        let mut now_old = None;
+        let old = self.current_at(&mut st, &mut now_old);
+        let old_eff = st.eff;
         if new.value.is_zero() {
-            // Disarmed: a POSIX timer with no interval either (the kernel
-            // clears it), a timerfd with the one given (the kernel keeps it).
-            st.interval = if self.timerfd { ns(new.interval) } else { 0 };
-            st.armed = false;
+            self.disarm(&mut st, new);
             return Ok(old);
         }
+        self.new_setting(&mut st);
         st.interval = ns(new.interval);
-        let mut eff = if self.clock == ClockId::Realtime && !abstime {
-            ClockId::Monotonic
-        } else {
-            self.clock
-        };
+        let mut eff = self.effective_clock(abstime);
         if let Some(hr) = &self.hr {
             // Refused only inside its own callback, where the timer keeps
             // its clock: the expiry is then computed on that one.
@@ -355,7 +471,11 @@ impl Inner {
                 .saturating_sub(self.now(self.clock))
                 .saturating_add(self.now(eff))
         } else {
-            self.now(eff).saturating_add(value)
+            let now = match now_old {
+                Some(now) if eff == old_eff => now,
+                _ => self.now(eff),
+            };
+            now.saturating_add(value)
         };
         st.eff = eff;
         st.expires = expires;
@@ -380,111 +500,39 @@ impl Inner {
     }
 }
 
-/// The hrtimer callback: the kernel's `posix_timer_fn()` and, as utimer
-/// delivers at once, its signal-delivery rearm (`posixtimer_rearm()`).
-fn on_fire(weak: &Weak<Inner>, fire: &mut HrFire) -> HrRestart {
-    let Some(inner) = weak.upgrade() else {
-        return HrRestart::NoRestart;
-    };
-    let mut st = inner.lock();
-    if st.deleted || !st.armed {
-        return HrRestart::NoRestart;
+/// `it_lock` held, and with it a write section of the copy that lock-free
+/// readers read, closed with the state as the section leaves it
+/// (`snapshot.rs`).
+struct Locked<'a> {
+    st: MutexGuard<'a, State>,
+    snap: &'a Snapshot,
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.st
     }
-    if st.interval > 0 && fire.now() < st.expires {
-        // Moved on meanwhile (`signal_accepted` re-armed it while this run
-        // waited for the lock): nothing is due yet.
-        fire.set_expires(st.expires);
-        return HrRestart::Restart;
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.st
     }
-    let seq = st.seq;
-    let iv = Duration::from_nanos(st.interval);
-    // Expirations up to now (more than one if the worker was late).
-    let n = if st.interval > 0 {
-        let (next, n) = forward_expiry(st.expires, fire.now(), iv);
-        st.expires = next;
-        n.max(1)
-    } else {
-        st.armed = false;
-        1
-    };
-    match &inner.notify {
-        Notify::None => return HrRestart::NoRestart,
-        Notify::Fd => {
-            st.overrun_last = clamp(n - 1);
-            if let Some(fd) = &st.fd {
-                notify::fd_add(fd, n);
-            }
-            st.fd_dirty = true;
-        }
-        Notify::Signal {
-            signo,
-            value,
-            thread,
-        } => {
-            // Whether the previous signal may still wait for acceptance: for
-            // the process, its pending set tells; for one thread it cannot
-            // be seen, so the timer waits only if the program's acceptance
-            // of this signal is reported (`signal_accepted`).
-            let waiting = notify::ignored(*signo)
-                || (st.sig_queued
-                    && match thread {
-                        None => notify::signal_pending(*signo),
-                        Some(_) => notify::acceptance_reported(*signo),
-                    });
-            if waiting {
-                st.carry = st.carry.saturating_add(n);
-                if st.interval > 0 && st.armed {
-                    // Look again after a backoff, not every period: the
-                    // periods are counted from the clock, whenever it looks.
-                    st.backoff = st
-                        .backoff
-                        .saturating_mul(2)
-                        .max(st.interval)
-                        .min(MAX_BACKOFF);
-                    let poll = fire.now().saturating_add(st.backoff);
-                    fire.set_expires(st.expires.max(poll));
-                    return HrRestart::Restart;
-                }
-                return HrRestart::NoRestart;
-            }
-            st.overrun_last = clamp((n - 1).saturating_add(st.carry));
-            st.queued_late = (n - 1).saturating_add(st.carry);
-            st.carry = 0;
-            st.backoff = 0;
-            st.sig_queued = thread.is_none() || notify::acceptance_reported(*signo);
-            st.sig_count = st.sig_count.wrapping_add(1);
-            notify::send_signal(
-                *signo,
-                *value,
-                *thread,
-                inner.id,
-                st.overrun_last,
-                signal_tag(st.seq, st.sig_count),
-            );
-        }
-        Notify::Callback(f) => {
-            st.overrun_last = clamp((n - 1).saturating_add(st.carry));
-            st.carry = 0;
-            drop(st);
-            f(TimerId(inner.id));
-            st = inner.lock();
-            if st.seq != seq {
-                // Re-armed or deleted meanwhile: the new setting rules.
-                return HrRestart::NoRestart;
-            }
-            if st.interval > 0 {
-                // Periods that passed while the callback ran count as
-                // overruns of the next notification.
-                let (next, m) = forward_expiry(st.expires, inner.now(st.eff), iv);
-                st.expires = next;
-                st.carry = st.carry.saturating_add(m);
-            }
-        }
-    }
-    if st.interval > 0 && st.armed {
-        fire.set_expires(st.expires);
-        HrRestart::Restart
-    } else {
-        HrRestart::NoRestart
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        let st = &*self.st;
+        self.snap.end(&Seen {
+            deleted: st.deleted,
+            armed: st.armed,
+            sig_queued: st.sig_queued,
+            carrying: st.carry > 0,
+            eff: st.eff,
+            expires: st.expires,
+            interval: st.interval,
+            overrun_last: st.overrun_last,
+        });
     }
 }

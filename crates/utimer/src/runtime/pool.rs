@@ -47,14 +47,16 @@
 use super::clockwatch::ClockWatch;
 use crate::nohz::Idle;
 use crate::sync::parker::Parker;
+use crate::sync::spin_hint;
 use crate::sync::thread::spawn_masked;
+use crate::system::{cpu_to_spare, Ahead};
 use crate::{Builder, TimerSystem};
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -276,6 +278,7 @@ fn worker_main(sys: &TimerSystem, pool: &Arc<Pool>, w: usize) {
         Err(_) => return,
     };
     let tick = sys.tick();
+    let mut ahead = Ahead::default();
     loop {
         // The token first, then the flag: a shutdown after this look bumps
         // the token, and the park below returns at once.
@@ -308,8 +311,49 @@ fn worker_main(sys: &TimerSystem, pool: &Arc<Pool>, w: usize) {
             }
             Idle::Sleep(timeout) => timeout,
         };
-        slot.parker.park(seen, timeout);
+        match timeout {
+            Some(d) if worker.realtime() => sleep_ahead(&slot.parker, seen, d, &mut ahead),
+            _ => slot.parker.park(seen, timeout),
+        }
         slot.wakeups.fetch_add(1, SeqCst);
         worker.idle_exit();
     }
+}
+
+/// A real-time worker's sleep until `d` from now (`system/realtime.rs`):
+/// it parks until `ahead`'s margin before it, then waits the rest on the
+/// CPU, so the expiry runs on time; an unpark ends either part. Within the
+/// worker's share of waiting on the CPU, and with a CPU to spare, only;
+/// else it parks to the end.
+fn sleep_ahead(parker: &Parker, seen: u32, d: Duration, ahead: &mut Ahead) {
+    let start = Instant::now();
+    if !ahead.within_share(start) {
+        parker.park(seen, Some(d));
+        return;
+    }
+    let due = start + d;
+    let margin = ahead.margin();
+    if d > margin {
+        let wake_at = due - margin;
+        parker.park(seen, Some(d - margin));
+        if parker.token() != seen {
+            return;
+        }
+        let now = Instant::now();
+        if now < wake_at {
+            // Woken early (spuriously): sleep again.
+            return;
+        }
+        ahead.woke_late(now - wake_at);
+    }
+    if !cpu_to_spare() {
+        parker.park(seen, Some(due.saturating_duration_since(Instant::now())));
+        return;
+    }
+    let mut now = Instant::now();
+    while parker.token() == seen && now < due {
+        spin_hint();
+        now = Instant::now();
+    }
+    ahead.spun(now);
 }

@@ -16,6 +16,7 @@
 mod biased;
 pub(crate) mod futex;
 pub(crate) mod parker;
+pub(crate) mod seqcount;
 mod spinlock;
 pub(crate) mod state;
 pub(crate) mod summary;

@@ -11,6 +11,14 @@
 //! The mask is set in the spawning thread around the spawn, so the new
 //! thread inherits it from its first instruction: blocking it from inside
 //! the new thread would leave a window in which a signal could land.
+//!
+//! They also start on the process's CPUs at the ordinary policy, whatever
+//! thread happened to start them: the first `timer_create` may come from a
+//! thread that the program pinned to one CPU and made real-time
+//! (cyclictest's measuring thread is both), and utimer's threads would
+//! otherwise inherit that, crowding the very CPU whose latency the program
+//! measures. A worker's real-time priority is set on purpose instead
+//! (`system/realtime.rs`); a runtime that pins its workers does so after.
 
 use std::io;
 use std::thread::{Builder, JoinHandle};
@@ -25,9 +33,72 @@ where
     T: Send + 'static,
 {
     let saved = block_all();
-    let spawned = Builder::new().name(name).spawn(f);
+    let spawned = Builder::new().name(name).spawn(move || {
+        detach_from_spawner();
+        f()
+    });
     restore(saved);
     spawned
+}
+
+/// Moves the calling (new) thread to the process's CPUs (the main
+/// thread's set) and to `SCHED_OTHER` if it inherited a real-time policy.
+/// Best effort; system calls, not glibc's functions, which a drop-in
+/// library may interpose.
+#[cfg(not(miri))]
+fn detach_from_spawner() {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
+    // writes at most its size into it; sched_setaffinity and
+    // sched_setscheduler read the values given from this stack.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        let pid = libc::getpid();
+        if libc::syscall(libc::SYS_sched_getaffinity, pid, size, &mut set as *mut _) > 0 {
+            libc::syscall(libc::SYS_sched_setaffinity, 0, size, &set as *const _);
+        }
+        let policy = libc::syscall(libc::SYS_sched_getscheduler, 0) as i32;
+        let policy = policy & !libc::SCHED_RESET_ON_FORK;
+        if policy == libc::SCHED_FIFO || policy == libc::SCHED_RR {
+            let param = libc::sched_param { sched_priority: 0 };
+            libc::syscall(
+                libc::SYS_sched_setscheduler,
+                0,
+                libc::SCHED_OTHER,
+                &param as *const libc::sched_param,
+            );
+        }
+    }
+}
+
+/// Miri has neither affinity nor scheduling policies.
+#[cfg(miri)]
+fn detach_from_spawner() {}
+
+/// The CPUs the process may run on (the main thread's set), which the
+/// thread asking may not (it may be pinned); empty if unknown.
+pub(crate) fn process_cpu_list() -> Vec<usize> {
+    #[cfg(not(miri))]
+    // SAFETY: as in `detach_from_spawner`; CPU_ISSET reads the set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        let pid = libc::getpid();
+        if libc::syscall(libc::SYS_sched_getaffinity, pid, size, &mut set as *mut _) > 0 {
+            return (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .collect();
+        }
+    }
+    Vec::new()
+}
+
+/// How many CPUs the process may run on ([`process_cpu_list`]); at least 1.
+pub(crate) fn process_cpus() -> usize {
+    match process_cpu_list().len() {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
 }
 
 /// Blocks every signal in the calling thread; returns the mask it had.
@@ -74,6 +145,45 @@ mod tests {
     fn is_blocked(set: &libc::sigset_t, sig: i32) -> bool {
         // SAFETY: reads a valid set.
         unsafe { libc::sigismember(set, sig) == 1 }
+    }
+
+    /// The CPUs the calling thread may run on.
+    fn cpus() -> Vec<usize> {
+        // SAFETY: as in `detach_from_spawner`.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .collect()
+        }
+    }
+
+    #[test]
+    fn the_thread_starts_on_the_process_cpus_not_its_spawners() {
+        let all = cpus();
+        let process = super::process_cpus();
+        assert_eq!(process, all.len(), "the test thread starts unpinned");
+        // A spawner pinned to one CPU (in a thread of its own, so that the
+        // test's thread keeps its set).
+        let inner = std::thread::spawn(move || {
+            // SAFETY: a one-CPU set from this stack.
+            unsafe {
+                let mut one: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(all[0], &mut one);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+            }
+            assert_eq!(cpus().len(), 1);
+            assert_eq!(
+                super::process_cpus(),
+                process,
+                "the process's, not the pinned caller's"
+            );
+            spawn_masked("t".into(), cpus).unwrap().join().unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(inner.len(), process, "{inner:?}");
     }
 
     #[test]

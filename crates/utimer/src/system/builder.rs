@@ -52,7 +52,7 @@ impl std::fmt::Debug for Builder {
 impl Default for Builder {
     fn default() -> Self {
         Builder {
-            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            workers: process_cpus(),
             tick: Duration::from_millis(1),
             clock: Clock::monotonic(),
             stats: false,
@@ -67,10 +67,18 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// Number of workers (default: available CPUs). Clamped to 1 ..= 65,536.
+    /// Number of workers (default: the CPUs the process may run on, as
+    /// its main thread's affinity says: not the calling thread's, which
+    /// may be pinned). Clamped to 1 ..= 65,536.
     pub fn workers(mut self, n: usize) -> Self {
         self.workers = n.clamp(1, 1 << 16);
         self
+    }
+
+    /// The number of workers the system will have (see
+    /// [`workers`](Self::workers)).
+    pub fn worker_count(&self) -> usize {
+        self.workers
     }
 
     /// Length of one tick (default 1 ms). Clamped to at least 1 µs. The
@@ -149,6 +157,20 @@ impl Builder {
         self
     }
 
+    /// One worker pinned to each CPU the process may run on (its main
+    /// thread's affinity, not the calling thread's), as the kernel keeps
+    /// timer bases per CPU: [`workers`](Self::workers) and
+    /// [`pin_workers`](Self::pin_workers) in one. A thread that is no
+    /// worker's then arms on the worker of the CPU it first armed from.
+    /// Unchanged if the set cannot be read.
+    pub fn pin_to_process_cpus(self) -> Self {
+        let cpus = process_cpu_list();
+        if cpus.is_empty() {
+            return self;
+        }
+        self.workers(cpus.len()).pin_workers(cpus)
+    }
+
     /// The CPUs given to [`pin_workers`](Self::pin_workers).
     pub(crate) fn pinned_cpus(&self) -> Option<&[usize]> {
         self.pin.as_deref()
@@ -197,6 +219,7 @@ impl Builder {
         let config = BasesConfig {
             stats: self.stats,
             capacity: self.capacity,
+            pinned: self.pin.clone(),
         };
         let bases = Bases::new(
             self.workers,
@@ -206,7 +229,11 @@ impl Builder {
             self.panic_hook,
             summaries,
         );
-        let core = Core { bases, nohz };
+        let core = Core {
+            bases,
+            nohz,
+            realtime: Default::default(),
+        };
         Ok(TimerSystem {
             env: Arc::new(core.clone()),
             core,
@@ -214,4 +241,28 @@ impl Builder {
             above: std::sync::OnceLock::new(),
         })
     }
+}
+
+/// The default worker count: the process's CPUs (`sync/thread.rs`).
+#[cfg(not(loom))]
+fn process_cpus() -> usize {
+    crate::sync::thread::process_cpus()
+}
+
+/// The process's CPUs (`sync/thread.rs`).
+#[cfg(not(loom))]
+fn process_cpu_list() -> Vec<usize> {
+    crate::sync::thread::process_cpu_list()
+}
+
+/// Under loom there are no real threads to count.
+#[cfg(loom)]
+fn process_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Under loom there are no real threads to pin.
+#[cfg(loom)]
+fn process_cpu_list() -> Vec<usize> {
+    Vec::new()
 }

@@ -10,7 +10,8 @@
 //!
 //! One file a concern: the facade (here), its settings (`builder.rs`),
 //! shutdown (`shutdown.rs`), the integration API (`worker.rs`), blocking
-//! sleep (`sleep.rs`) and introspection (`metrics.rs`).
+//! sleep (`sleep.rs`), real-time workers (`realtime.rs`) and introspection
+//! (`metrics.rs`).
 //!
 //! # The facade's methods, by job
 //!
@@ -22,6 +23,7 @@
 //! | sleep | [`sleep`](TimerSystem::sleep), `sleep_until`, `sleeper` | here, `sleep.rs` |
 //! | driving expiry | `enter`, `current_worker`, `run_expired`, `next_expiry`, `register_worker`, `run_monitor`, `stop_monitor` | here, `worker.rs` |
 //! | hot-plug | `offline`, `online`, `is_online` | here |
+//! | real-time workers | `serve_realtime`, `realtime_priority` | here, `realtime.rs` |
 //! | counters and introspection | [`metrics`](TimerSystem::metrics) | `metrics.rs` |
 //! | POSIX timers | [`posix`](TimerSystem::posix) | `posix/api.rs`, the layer above |
 //!
@@ -34,6 +36,7 @@ mod builder;
 mod hr;
 mod hr_sleeper;
 mod metrics;
+mod realtime;
 mod shutdown;
 mod sleep;
 mod worker;
@@ -41,6 +44,8 @@ mod worker;
 pub use builder::Builder;
 pub use hr_sleeper::{HrSleeper, SystemRef};
 pub use metrics::{Metrics, TimerList, WheelBaseInfo, WorkerTimers};
+pub(crate) use realtime::{cpu_to_spare, thread_priority, Ahead};
+pub use realtime::{MAX_AHEAD, MIN_AHEAD};
 pub use sleep::{Interrupter, SleepOutcome, Sleeper};
 pub use worker::Worker;
 
@@ -59,6 +64,8 @@ use std::time::{Duration, Instant};
 pub(crate) struct Core {
     pub(crate) bases: Arc<Bases>,
     pub(crate) nohz: Arc<Nohz>,
+    /// The workers' real-time priority (`realtime.rs`).
+    pub(crate) realtime: Arc<realtime::Realtime>,
 }
 
 /// A set of workers, each with its own timer bases. Dropping it shuts the
@@ -305,6 +312,28 @@ impl TimerSystem {
     ) -> Result<Worker, TimerError> {
         self.core.bases.check_worker(worker)?;
         Ok(Worker::register(self.core.clone(), worker, Arc::new(wake)))
+    }
+
+    /// Serves a thread of real-time priority `priority` (`SCHED_FIFO` or
+    /// `SCHED_RR`, 1..=99): every registered worker thread, and every one
+    /// that registers later, runs `SCHED_FIFO` at that priority, so that no
+    /// real-time thread below it keeps a timer from firing (the kernel
+    /// fires hrtimers from its interrupt, above every task; see
+    /// `system/realtime.rs` for why not above). Never lowers; best effort
+    /// without the privilege. A real-time worker also wakes ahead of its
+    /// next expiry and waits the rest on the CPU (at most [`MAX_AHEAD`] per
+    /// wake-up, a tenth of its time, and only with a CPU to spare), so the
+    /// expiry is on time. The POSIX layer calls it when a timer that fires
+    /// is made for a real-time thread. Returns the priority the workers
+    /// run at (0: not raised).
+    pub fn serve_realtime(&self, priority: i32) -> i32 {
+        self.core.realtime.serve(priority)
+    }
+
+    /// The `SCHED_FIFO` priority the workers run at since
+    /// [`serve_realtime`](Self::serve_realtime) (0: never raised).
+    pub fn realtime_priority(&self) -> i32 {
+        self.core.realtime.priority()
     }
 
     /// Runs the stall monitor on this thread until

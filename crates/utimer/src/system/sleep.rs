@@ -207,7 +207,7 @@ impl Sleeper {
     /// On `worker`'s thread: run its timers while waiting, tickless in
     /// between (the runtime's idle loop, with this sleeper's parker).
     fn run_until_done(&self, worker: usize) -> SleepOutcome {
-        let Core { bases, nohz } = &*self.core;
+        let Core { bases, nohz, .. } = &*self.core;
         let s = self.state.clone();
         let previous = nohz.swap_waker(worker, Some(Arc::new(move || s.parker.unpark())));
         let outcome = loop {

@@ -55,6 +55,8 @@ pub struct Worker {
     core: Core,
     index: usize,
     previous: Binding,
+    /// Its thread, in the system's list of real-time workers.
+    tid: libc::pid_t,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -72,12 +74,22 @@ impl Worker {
         if core.nohz.hier.join(index, core.bases.ticks.now_precise()) {
             core.nohz.monitor.someone_active();
         }
+        // It takes the workers' real-time priority, if they have one.
+        let tid = core.realtime.join();
         Worker {
             core,
             index,
             previous,
+            tid,
             _not_send: PhantomData,
         }
+    }
+
+    /// Whether the workers run at a real-time priority
+    /// ([`TimerSystem::serve_realtime`](crate::TimerSystem::serve_realtime)):
+    /// then the runtime wakes ahead of an expiry.
+    pub(crate) fn realtime(&self) -> bool {
+        self.core.realtime.priority() > 0
     }
 
     /// This worker's index.
@@ -137,6 +149,7 @@ impl Worker {
 
 impl Drop for Worker {
     fn drop(&mut self) {
+        self.core.realtime.leave(self.tid);
         self.idle_exit();
         for b in self.core.bases.of_worker(self.index) {
             b.release_ownership();

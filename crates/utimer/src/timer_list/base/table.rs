@@ -53,6 +53,10 @@ pub(crate) struct BasesConfig {
     pub(crate) stats: bool,
     /// Room for this many pending timers per base.
     pub(crate) capacity: usize,
+    /// The CPU each worker is pinned to (`Builder::pin_workers`): then a
+    /// thread that is no worker's arms on the worker of the CPU it first
+    /// armed from, as the kernel arms on the current CPU.
+    pub(crate) pinned: Option<Vec<usize>>,
 }
 
 /// Every worker's three bases, the clock, and the hooks.
@@ -67,6 +71,9 @@ pub(crate) struct Bases {
     /// Every worker's next-event summary (`sync/summary.rs`), shared with the
     /// hrtimer bases.
     pub(crate) summaries: Arc<Summaries>,
+    /// `cpu_worker[cpu]`: the worker pinned to `cpu` (`NO_WORKER`: none);
+    /// empty when the workers are not pinned.
+    cpu_worker: Box<[u32]>,
     /// This table's identity for thread bindings: never reused (an address
     /// could be, by a table allocated after this one is freed, and a
     /// binding restored out of order could then name the wrong table).
@@ -81,7 +88,13 @@ thread_local! {
     static ENTERED: Cell<(u64, usize)> = Cell::new((0, 0));
     /// This thread's home worker number (before reduction modulo workers).
     static HOME: Cell<usize> = Cell::new(usize::MAX);
+    /// The CPU this thread first armed from, for tables whose workers are
+    /// pinned (`usize::MAX`: not asked yet).
+    static HOME_CPU: Cell<usize> = Cell::new(usize::MAX);
 }
+
+/// `Bases::cpu_worker`: no worker on that CPU.
+const NO_WORKER: u32 = u32::MAX;
 
 static NEXT_HOME: AtomicUsize = AtomicUsize::new(0);
 
@@ -119,6 +132,7 @@ impl Bases {
             panic_hook,
             hotplug: super::Hotplug::new(workers),
             summaries,
+            cpu_worker: cpu_worker_table(workers, config.pinned.as_deref()),
             id: NEXT_ID.fetch_add(1, Relaxed),
         })
     }
@@ -212,6 +226,19 @@ impl Bases {
         if table == self.id {
             return worker;
         }
+        if !self.cpu_worker.is_empty() {
+            let cpu = HOME_CPU.with(|c| {
+                if c.get() == usize::MAX {
+                    c.set(current_cpu());
+                }
+                c.get()
+            });
+            if let Some(&w) = self.cpu_worker.get(cpu) {
+                if w != NO_WORKER {
+                    return w as usize;
+                }
+            }
+        }
         let home = HOME.with(|h| {
             if h.get() == usize::MAX {
                 h.set(NEXT_HOME.fetch_add(1, Relaxed));
@@ -263,4 +290,38 @@ mod tests {
             }
         }
     }
+}
+
+/// `Bases::cpu_worker` for workers pinned to `pinned` (worker `i` on
+/// `pinned[i % len]`; the first worker of a CPU wins).
+fn cpu_worker_table(workers: usize, pinned: Option<&[usize]>) -> Box<[u32]> {
+    let Some(cpus) = pinned.filter(|c| !c.is_empty()) else {
+        return Box::new([]);
+    };
+    let max = (0..workers)
+        .map(|w| cpus[w % cpus.len()])
+        .max()
+        .unwrap_or(0);
+    let mut table = vec![NO_WORKER; max.min(1 << 16) + 1];
+    for w in 0..workers {
+        if let Some(slot) = table.get_mut(cpus[w % cpus.len()]) {
+            if *slot == NO_WORKER {
+                *slot = w as u32;
+            }
+        }
+    }
+    table.into_boxed_slice()
+}
+
+/// The CPU the calling thread runs on (0 if unknown).
+fn current_cpu() -> usize {
+    #[cfg(all(target_os = "linux", not(miri)))]
+    {
+        // SAFETY: sched_getcpu takes nothing.
+        let c = unsafe { libc::sched_getcpu() };
+        if c >= 0 {
+            return c as usize;
+        }
+    }
+    0
 }
