@@ -327,12 +327,13 @@ fn worker_main(sys: &TimerSystem, pool: &Arc<Pool>, w: usize) {
 /// else it parks to the end.
 fn sleep_ahead(parker: &Parker, seen: u32, d: Duration, ahead: &mut Ahead) {
     let start = Instant::now();
-    if !ahead.within_share(start) {
+    let due = start + d;
+    let margin = ahead.margin();
+    // The share counts from where the wait on the CPU would begin.
+    if !ahead.within_share(due.checked_sub(margin).unwrap_or(start).max(start)) {
         parker.park(seen, Some(d));
         return;
     }
-    let due = start + d;
-    let margin = ahead.margin();
     if d > margin {
         let wake_at = due - margin;
         parker.park(seen, Some(d - margin));

@@ -233,7 +233,8 @@ impl Ahead {
     }
 
     /// Whether a wait on the CPU that starts at `now` keeps the worker
-    /// within its share ([`SHARE`]); it also needs [`cpu_to_spare`].
+    /// within its share ([`SHARE`]): the last one ended at least `SHARE`
+    /// margins before. It also needs [`cpu_to_spare`].
     pub(crate) fn within_share(&self, now: Instant) -> bool {
         self.last
             .is_none_or(|t| now.saturating_duration_since(t) >= self.margin() * SHARE)
