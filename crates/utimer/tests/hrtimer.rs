@@ -369,10 +369,27 @@ fn clock_was_set_wakes_workers_sleeping_on_realtime_timers() {
         .unwrap();
     t.start(sys.clock_ns(ClockId::Realtime) + 3_600_000_000_000)
         .unwrap();
-    let before = rt.wakeups(1);
     let start = Instant::now();
-    // Worker 1 goes to sleep until its (far) REALTIME timer; a clock set
-    // wakes it to recompute that sleep.
+    // Worker 1 goes to sleep until its (far) REALTIME timer: first let the
+    // wake-up that the arm itself caused settle (a worker that woke, but
+    // has not yet left its idle state, still reads as sleeping on the
+    // timer, and a wake-up then is absorbed by the look it is about to
+    // take: correct, but not countable).
+    let mut before = rt.wakeups(1);
+    let mut settled = Instant::now();
+    while settled.elapsed() < Duration::from_millis(50) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "worker 1 never settled"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+        let now = rt.wakeups(1);
+        if now != before {
+            before = now;
+            settled = Instant::now();
+        }
+    }
+    // A clock set wakes it to recompute that sleep.
     loop {
         if sys.clock_was_set() == 1 {
             break;
