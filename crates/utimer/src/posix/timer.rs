@@ -93,6 +93,22 @@ struct State {
     fd_dirty: bool,
 }
 
+impl State {
+    /// The fields the lock-free readers see (`snapshot.rs`).
+    fn seen(&self) -> Seen {
+        Seen {
+            deleted: self.deleted,
+            armed: self.armed,
+            sig_queued: self.sig_queued,
+            carrying: self.carry > 0,
+            eff: self.eff,
+            expires: self.expires,
+            interval: self.interval,
+            overrun_last: self.overrun_last,
+        }
+    }
+}
+
 fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -132,6 +148,22 @@ impl Inner {
                 let weak = weak.clone();
                 HrTimer::new(env.clone(), worker, clock, move |fire| on_fire(&weak, fire))
             });
+            let state = State {
+                deleted: false,
+                armed: false,
+                expires: 0,
+                eff: clock,
+                interval: 0,
+                overrun_last: 0,
+                carry: 0,
+                sig_queued: false,
+                queued_late: 0,
+                sig_count: 0,
+                backoff: 0,
+                seq: 0,
+                fd,
+                fd_dirty: false,
+            };
             Inner {
                 id,
                 clock,
@@ -139,32 +171,8 @@ impl Inner {
                 notify,
                 hr,
                 env,
-                snap: Snapshot::new(&Seen {
-                    deleted: false,
-                    armed: false,
-                    sig_queued: false,
-                    carrying: false,
-                    eff: clock,
-                    expires: 0,
-                    interval: 0,
-                    overrun_last: 0,
-                }),
-                state: Mutex::new(State {
-                    deleted: false,
-                    armed: false,
-                    expires: 0,
-                    eff: clock,
-                    interval: 0,
-                    overrun_last: 0,
-                    carry: 0,
-                    sig_queued: false,
-                    queued_late: 0,
-                    sig_count: 0,
-                    backoff: 0,
-                    seq: 0,
-                    fd,
-                    fd_dirty: false,
-                }),
+                snap: Snapshot::new(&state.seen()),
+                state: Mutex::new(state),
             }
         }))
     }
@@ -523,16 +531,6 @@ impl std::ops::DerefMut for Locked<'_> {
 
 impl Drop for Locked<'_> {
     fn drop(&mut self) {
-        let st = &*self.st;
-        self.snap.end(&Seen {
-            deleted: st.deleted,
-            armed: st.armed,
-            sig_queued: st.sig_queued,
-            carrying: st.carry > 0,
-            eff: st.eff,
-            expires: st.expires,
-            interval: st.interval,
-            overrun_last: st.overrun_last,
-        });
+        self.snap.end(&self.st.seen());
     }
 }
