@@ -29,7 +29,8 @@
 //! * Close it with `utimer_timerfd_close`: a plain `close` leaves the timer
 //!   armed until `utimer_close` (it still writes only into its own
 //!   duplicate). The drop-in library (`utimer-posix`) interposes `close`,
-//!   `dup`, `dup2`, `dup3` and `fcntl` so that programs need not know.
+//!   `close_range`, `closefrom`, `dup`, `dup2`, `dup3` and `fcntl` so that
+//!   programs need not know.
 //! * `TFD_TIMER_CANCEL_ON_SET` is refused (`EINVAL`): the drop-in library
 //!   hands such a timer to the kernel.
 //! * A write to the descriptor adds to the count (an eventfd's), where the
@@ -136,6 +137,34 @@ fn pack(id: TimerId, clock: libc::clockid_t) -> i64 {
 /// from the kernel's (`timerfd_create(2)`'s clock IDs).
 pub fn timerfd_clock(fd: c_int) -> Option<libc::clockid_t> {
     TABLE.entry(fd).map(|(_, clock)| clock)
+}
+
+/// Calls `f` with every descriptor number in `first..=last` that names a
+/// utimer timerfd (of any system), in increasing order: the drop-in
+/// library's `close_range` and `closefrom` release them before the kernel
+/// closes the range. Only chunks of the table that were ever used are
+/// visited, so a range up to `c_uint::MAX` costs what the table holds.
+/// Numbers released or registered while it runs may or may not be seen.
+pub fn for_each_timerfd(first: u32, last: u32, mut f: impl FnMut(c_int)) {
+    let limit = (CHUNK * CHUNKS) as u64;
+    let (first, end) = (u64::from(first), (u64::from(last) + 1).min(limit));
+    let mut fd = first;
+    while fd < end {
+        let (c, i) = ((fd as usize) / CHUNK, (fd as usize) % CHUNK);
+        let chunk_end = ((c + 1) * CHUNK) as u64;
+        let p = TABLE.chunks[c].load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: a published chunk is never freed (see `FdTable`).
+            let chunk = unsafe { &*p };
+            let hi = (end.min(chunk_end) - (c * CHUNK) as u64) as usize;
+            for (j, slot) in chunk[i..hi].iter().enumerate() {
+                if slot.load(Ordering::Acquire) != 0 {
+                    f((c * CHUNK + i + j) as c_int);
+                }
+            }
+        }
+        fd = chunk_end;
+    }
 }
 
 /// Opens a descriptor: -1 becomes the `errno`.
@@ -343,4 +372,60 @@ pub unsafe extern "C" fn utimer_timerfd_close(u: *mut utimer_t, fd: c_int) -> c_
     // SAFETY: the descriptor was a utimer timerfd, which the program owns
     // and asked us to close.
     unsafe { libc::close(fd) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Marks `fd` as a timerfd in the table (no descriptor behind it: the
+    /// numbers used here are far above any this process opens).
+    fn mark(fd: c_int, on: bool) {
+        let v = if on {
+            pack(TimerId::from_raw(7), libc::CLOCK_MONOTONIC)
+        } else {
+            0
+        };
+        TABLE.slot(fd, true).unwrap().store(v, Ordering::Release);
+    }
+
+    fn seen(first: u32, last: u32) -> Vec<c_int> {
+        let mut v = Vec::new();
+        for_each_timerfd(first, last, |fd| v.push(fd));
+        v
+    }
+
+    #[test]
+    fn for_each_timerfd_visits_exactly_the_marked_numbers_in_range() {
+        let base = (3000 * CHUNK) as c_int;
+        let marked = [
+            base,
+            base + 1,
+            base + CHUNK as c_int - 1,
+            base + CHUNK as c_int,
+            base + 5 * CHUNK as c_int + 3,
+        ];
+        for fd in marked {
+            mark(fd, true);
+        }
+        let b = base as u32;
+        assert_eq!(seen(b, u32::MAX), marked);
+        assert_eq!(
+            seen(b + 1, b + CHUNK as u32 - 1),
+            [base + 1, base + CHUNK as c_int - 1]
+        );
+        assert_eq!(seen(b + 2, b + CHUNK as u32 - 2), Vec::<c_int>::new());
+        assert_eq!(
+            seen(b + CHUNK as u32, b + CHUNK as u32),
+            [base + CHUNK as c_int]
+        );
+        assert_eq!(seen(b + 6 * CHUNK as u32, u32::MAX), Vec::<c_int>::new());
+        // Beyond the table: nothing, and no panic.
+        assert_eq!(seen((CHUNK * CHUNKS) as u32, u32::MAX), Vec::<c_int>::new());
+        assert_eq!(seen(u32::MAX, u32::MAX), Vec::<c_int>::new());
+        for fd in marked {
+            mark(fd, false);
+        }
+        assert_eq!(seen(b, u32::MAX), Vec::<c_int>::new());
+    }
 }

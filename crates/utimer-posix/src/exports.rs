@@ -13,6 +13,7 @@
 //! | `dup3` | `GLIBC_2.9` |
 //! | `sched_setscheduler`, `sched_setparam`, `pthread_setschedparam` | `GLIBC_2.2.5` |
 //! | `pthread_setschedprio` | `GLIBC_2.34` (default), `GLIBC_2.3.4` |
+//! | `close_range`, `closefrom` | `GLIBC_2.34` |
 //!
 //! None of them unwinds: the C library's functions they call catch panics,
 //! and the rest cannot panic.
@@ -66,6 +67,8 @@ std::arch::global_asm!(
     ".symver utimer_posix_fcntl, fcntl@@GLIBC_2.2.5",
     ".symver utimer_posix_fcntl64, fcntl64@@GLIBC_2.28",
     ".symver utimer_posix_dup3, dup3@@GLIBC_2.9",
+    ".symver utimer_posix_close_range, close_range@@GLIBC_2.34",
+    ".symver utimer_posix_closefrom, closefrom@@GLIBC_2.34",
     ".symver utimer_posix_sched_setscheduler, sched_setscheduler@@GLIBC_2.2.5",
     ".symver utimer_posix_sched_setparam, sched_setparam@@GLIBC_2.2.5",
     ".symver utimer_posix_pthread_setschedparam, pthread_setschedparam@@GLIBC_2.2.5",
@@ -235,6 +238,22 @@ timer_fns! {
     fn utimer_posix_close(fd: c_int) -> c_int {
         timerfd::close(fd)
     }
+}
+
+timer_fns! {
+    /// `close_range()`: the utimer timerfds it closes end.
+    fn utimer_posix_close_range(first: libc::c_uint, last: libc::c_uint, flags: c_int) -> c_int {
+        timerfd::close_range(first, last, flags)
+    }
+}
+
+/// `closefrom()`: the utimer timerfds it closes end.
+///
+/// # Safety
+/// As glibc's function of that name.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn utimer_posix_closefrom(low: c_int) {
+    timerfd::closefrom(low);
 }
 
 timer_fns! {

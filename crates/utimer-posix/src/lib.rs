@@ -44,8 +44,9 @@
 //!   `sched_setparam`, `pthread_setschedparam` and `pthread_setschedprio`,
 //!   so that the workers run at the priority of the program's highest
 //!   real-time thread, where no lower thread keeps them off a CPU.
-//! * Descriptors (`timerfd.rs`): `close`, `dup2` and `dup3` are
-//!   interposed so that a utimer timerfd's timer dies with its descriptor;
+//! * Descriptors (`timerfd.rs`): `close`, `close_range`, `closefrom`,
+//!   `dup2` and `dup3` are interposed so that a utimer timerfd's timer
+//!   dies with its descriptor;
 //!   the expirations are written through a private duplicate, so a
 //!   descriptor number that the program reuses never receives one.
 //!

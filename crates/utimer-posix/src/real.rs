@@ -37,6 +37,8 @@ type Dup2Fn = unsafe extern "C" fn(c_int, c_int) -> c_int;
 type FcntlFn = unsafe extern "C" fn(c_int, c_int, usize) -> c_int;
 type Fcntl64Fn = unsafe extern "C" fn(c_int, c_int, usize) -> c_int;
 type Dup3Fn = unsafe extern "C" fn(c_int, c_int, c_int) -> c_int;
+type CloseRangeFn = unsafe extern "C" fn(libc::c_uint, libc::c_uint, c_int) -> c_int;
+type ClosefromFn = unsafe extern "C" fn(c_int);
 type SchedSetschedulerFn =
     unsafe extern "C" fn(libc::pid_t, c_int, *const libc::sched_param) -> c_int;
 type SchedSetparamFn = unsafe extern "C" fn(libc::pid_t, *const libc::sched_param) -> c_int;
@@ -65,6 +67,10 @@ pub(crate) struct Real {
     pub(crate) fcntl: FcntlFn,
     pub(crate) fcntl64: Fcntl64Fn,
     pub(crate) dup3: Dup3Fn,
+    /// glibc 2.34 and later; absent before.
+    pub(crate) close_range: Option<CloseRangeFn>,
+    /// glibc 2.34 and later; absent before.
+    pub(crate) closefrom: Option<ClosefromFn>,
     pub(crate) sched_setscheduler: SchedSetschedulerFn,
     pub(crate) sched_setparam: SchedSetparamFn,
     pub(crate) pthread_setschedparam: PthreadSetschedparamFn,
@@ -94,6 +100,13 @@ fn find(name: &CStr, versions: &[&CStr]) -> *mut c_void {
         die(name);
     }
     p
+}
+
+/// The next definition of `name` at `version`, if glibc has one.
+fn find_optional(name: &CStr, version: &CStr) -> Option<*mut c_void> {
+    // SAFETY: both strings are NUL-terminated; dlvsym only reads them.
+    let p = unsafe { libc::dlvsym(libc::RTLD_NEXT, name.as_ptr(), version.as_ptr()) };
+    (!p.is_null()).then_some(p)
 }
 
 /// No glibc function to fall back on: nothing sensible is left to do.
@@ -140,6 +153,14 @@ fn resolve() -> Real {
         fcntl: sym!(FcntlFn: c"fcntl", c"GLIBC_2.2.5"),
         fcntl64: sym!(Fcntl64Fn: c"fcntl64", c"GLIBC_2.28", c"GLIBC_2.2.5"),
         dup3: sym!(Dup3Fn: c"dup3", c"GLIBC_2.9"),
+        close_range: find_optional(c"close_range", c"GLIBC_2.34").map(|p| {
+            // SAFETY: glibc's `close_range` has this signature.
+            unsafe { std::mem::transmute::<*mut c_void, CloseRangeFn>(p) }
+        }),
+        closefrom: find_optional(c"closefrom", c"GLIBC_2.34").map(|p| {
+            // SAFETY: glibc's `closefrom` has this signature.
+            unsafe { std::mem::transmute::<*mut c_void, ClosefromFn>(p) }
+        }),
         sched_setscheduler: sym!(SchedSetschedulerFn: c"sched_setscheduler", c"GLIBC_2.2.5"),
         sched_setparam: sym!(SchedSetparamFn: c"sched_setparam", c"GLIBC_2.2.5"),
         pthread_setschedparam: sym!(PthreadSetschedparamFn: c"pthread_setschedparam", c"GLIBC_2.2.5"),

@@ -1,5 +1,6 @@
 //! `timerfd_create`, `timerfd_settime`, `timerfd_gettime`, and the
-//! descriptor calls that end a timerfd (`close`, `dup2`, `dup3`).
+//! descriptor calls that end a timerfd (`close`, `close_range`,
+//! `closefrom`, `dup2`, `dup3`).
 //!
 //! A utimer timerfd is the C library's (`utimer_timerfd_create`: an
 //! eventfd the program reads, written through a private duplicate); the
@@ -169,6 +170,40 @@ pub(crate) fn close(fd: c_int) -> c_int {
     release(fd);
     // SAFETY: glibc's function.
     unsafe { (real().close)(fd) }
+}
+
+/// `close_range()`: the utimer timerfds in `first..=last` end before the
+/// kernel closes the range. Nothing ends when the call only marks the
+/// range close-on-exec (`CLOSE_RANGE_CLOEXEC`: an `exec` ends every timer
+/// anyway), when it would fail on its arguments, or with
+/// `CLOSE_RANGE_UNSHARE`, which closes the numbers in the caller's private
+/// copy of the descriptor table while the process's other threads keep
+/// them open.
+pub(crate) fn close_range(first: libc::c_uint, last: libc::c_uint, flags: c_int) -> c_int {
+    if first <= last && flags == 0 {
+        capi::for_each_timerfd(first, last, release);
+    }
+    match real().close_range {
+        // SAFETY: glibc's function, the caller's arguments.
+        Some(f) => unsafe { f(first, last, flags) },
+        // SAFETY: the system call takes three integers.
+        None => unsafe { libc::syscall(libc::SYS_close_range, first, last, flags) as c_int },
+    }
+}
+
+/// `closefrom()`: every utimer timerfd from `low` up ends, then glibc
+/// closes the numbers (a negative `low` is 0, as glibc reads it).
+pub(crate) fn closefrom(low: c_int) {
+    let first = low.max(0) as libc::c_uint;
+    capi::for_each_timerfd(first, libc::c_uint::MAX, release);
+    match real().closefrom {
+        // SAFETY: glibc's function, the caller's argument.
+        Some(f) => unsafe { f(low) },
+        None => {
+            // SAFETY: the system call takes three integers.
+            unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0) };
+        }
+    }
 }
 
 /// Whether `fd` is open.

@@ -94,7 +94,8 @@ fn the_library_serves_the_program() {
          static void show(void *f) { Dl_info i; dladdr(f, &i); printf(\"%s\\n\", i.dli_fname); }\n\
          int main(void) { show((void *)timer_create); show((void *)timer_settime);\n\
          show((void *)timerfd_create); show((void *)sigaction); show((void *)close);\n\
-         show((void *)sched_setscheduler); show((void *)pthread_setschedprio); return 0; }\n",
+         show((void *)sched_setscheduler); show((void *)pthread_setschedprio);\n\
+         show((void *)close_range); show((void *)closefrom); return 0; }\n",
     )
     .unwrap();
     let exe = dir.join("which");
@@ -109,7 +110,7 @@ fn the_library_serves_the_program() {
     let lib = library();
     let out = Command::new(&exe).env("LD_PRELOAD", &lib).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.lines().count(), 7, "{text}");
+    assert_eq!(text.lines().count(), 9, "{text}");
     for line in text.lines() {
         assert!(
             line.ends_with("libutimer_posix.so"),
@@ -140,7 +141,7 @@ fn the_library_serves_the_program() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.lines().count(), 7, "{text}");
+    assert_eq!(text.lines().count(), 9, "{text}");
     for line in text.lines() {
         assert!(
             line.ends_with("libutimer_posix.so"),

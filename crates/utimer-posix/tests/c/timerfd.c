@@ -1,6 +1,8 @@
 /* timerfd.c - timerfd_create/settime/gettime as the kernel implements them. */
 #include "check.h"
+#include <dirent.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -350,6 +352,76 @@ static void test_fd_reuse(void)
 
 /* exec: CLOEXEC timerfd's number reused in the new image gets no data; a
  * non-CLOEXEC timerfd survives exec and keeps generating expirations. */
+/* Open descriptors of this process (the entries of /proc/self/fd, less the
+   directory's own). */
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    CHECK(d != NULL, "opendir /proc/self/fd: %s", strerror(errno));
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n - 1;
+}
+
+/* close_range() and closefrom() end the timerfds they close, as close() does:
+   nothing of the timer stays open, and a number reused by another file is not
+   a timerfd (the kernel: EINVAL). close_range() with CLOSE_RANGE_CLOEXEC
+   closes nothing, so the timer keeps running. */
+static void test_close_range(void)
+{
+    for (int how = 0; how < 2; how++) {
+        int before = open_fds();
+        /* Two timerfds at the top of the table. */
+        int a0 = CHECK_OK(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK));
+        int a = CHECK_OK(fcntl(a0, F_DUPFD, 900));
+        int b0 = CHECK_OK(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK));
+        int b = CHECK_OK(fcntl(b0, F_DUPFD, 950));
+        close(a0);
+        close(b0);
+        tset(a, 0, NS_PER_MS, NS_PER_MS);
+        tset(b, 0, NS_PER_MS, NS_PER_MS);
+        sleep_ns(3 * NS_PER_MS);
+        CHECK(read_count(a) >= 1 && read_count(b) >= 1, "timerfds at 900 and 950 fire");
+        if (how == 0) {
+            /* CLOEXEC only: both stay timerfds and keep firing. */
+            CHECK_OK(close_range(900, ~0u, CLOSE_RANGE_CLOEXEC));
+            struct itimerspec g;
+            CHECK_OK(timerfd_gettime(a, &g));
+            sleep_ns(3 * NS_PER_MS);
+            CHECK(read_count(b) >= 1, "close_range(CLOEXEC) stopped a timerfd");
+            CHECK_OK(close_range(900, ~0u, 0));
+        } else {
+            closefrom(900);
+        }
+        CHECK(open_fds() == before,
+              "%s left %d descriptors open (expected %d)", how ? "closefrom" : "close_range",
+              open_fds(), before);
+        /* Other files take the numbers: not timerfds, and never written. */
+        occupy(a, 0);
+        occupy(b, 1);
+        struct itimerspec g;
+        CHECK_ERR(timerfd_gettime(a, &g), EINVAL);
+        CHECK_ERR(timerfd_gettime(b, &g), EINVAL);
+        sleep_ns(20 * NS_PER_MS);
+        expect_no_data(a, "eventfd reusing a number close_range()d");
+        expect_no_data(b, "pipe reusing a number closefrom()ed");
+        close(a);
+        close(b);
+    }
+    /* Bad arguments close nothing: the timer keeps its number. */
+    int fd = CHECK_OK(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK));
+    CHECK_ERR(close_range((unsigned)fd + 1, (unsigned)fd, 0), EINVAL);
+    CHECK_ERR(close_range((unsigned)fd, (unsigned)fd, 1u << 30), EINVAL);
+    tset(fd, 0, NS_PER_MS, 0);
+    CHECK(readable(fd, 2000) == 1, "timerfd after a refused close_range never fired");
+    CHECK(read_count(fd) == 1, "timerfd after a refused close_range");
+    close(fd);
+}
+
 static int exec_child(int cloexec_fd, int kept_fd)
 {
     check_init("timerfd(exec child)", 5);
@@ -434,6 +506,8 @@ int main(int argc, char **argv)
     test_errors();
     phase("fd_reuse", 5);
     test_fd_reuse();
+    phase("close_range", 5);
+    test_close_range();
     phase("exec", 8);
     test_exec();
     phase("fork", 8);
