@@ -111,5 +111,6 @@ for key in sorted(rows):
         bo, bn = min(o), min(n)
         if key[0] == "memory":
             bo, bn = mo, mn
-        print(f"{'/'.join(key):70} {mo:10.2f} {mn:10.2f} {100 * (mn - mo) / mo:+6.1f}%        {bo:8.2f} {bn:8.2f} {100 * (bn - bo) / bo:+6.1f}%")
+        change = lambda a, b: f"{100 * (b - a) / a:+6.1f}%" if a else "   n/a "
+        print(f"{'/'.join(key):70} {mo:10.2f} {mn:10.2f} {change(mo, mn)}        {bo:8.2f} {bn:8.2f} {change(bo, bn)}")
 PY
