@@ -1,16 +1,16 @@
 //! [`Handle`]: which timer system drives a future's timer.
 
+use crate::Instant;
 use crate::{Interval, Sleep, Timeout};
 use std::future::IntoFuture;
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 use utimer::{ClockId, Runtime, TimerSystem};
 
-/// Worker threads of the process-wide default runtime.
-pub const DEFAULT_WORKERS: usize = 1;
-
-/// The process-wide default: a [`Runtime`] of [`DEFAULT_WORKERS`] workers,
-/// started by the first future that needs it, never stopped.
+/// The process-wide default: a [`Runtime`] made from the builder given to
+/// [`Handle::init_global`], or else one worker pinned to each CPU the
+/// process may run on; started by the first future that needs it, never
+/// stopped.
 struct Global {
     rt: Runtime,
     anchor: Anchor,
@@ -18,14 +18,37 @@ struct Global {
 
 static GLOBAL: OnceLock<Global> = OnceLock::new();
 
+/// Whether the default runtime's start has begun, and the builder
+/// [`Handle::init_global`] was given, until then.
+static CONFIG: Mutex<(bool, Option<utimer::Builder>)> = Mutex::new((false, None));
+
 fn global() -> &'static Global {
     GLOBAL.get_or_init(|| {
-        let rt = Runtime::new(DEFAULT_WORKERS)
+        let builder = {
+            let mut config = CONFIG.lock().unwrap_or_else(|e| e.into_inner());
+            config.0 = true;
+            config.1.take()
+        };
+        let builder = builder.unwrap_or_else(|| TimerSystem::builder().pin_to_process_cpus());
+        let rt = Runtime::with_builder(builder)
             .expect("utimer-async: cannot start the default utimer runtime");
         let anchor = Anchor::new(rt.system());
         Global { rt, anchor }
     })
 }
+
+/// [`Handle::init_global`] came too late: the process-wide runtime has
+/// started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AlreadyStarted(());
+
+impl std::fmt::Display for AlreadyStarted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the process-wide utimer-async runtime has already started")
+    }
+}
+
+impl std::error::Error for AlreadyStarted {}
 
 /// How an [`Instant`] becomes nanoseconds of `CLOCK_MONOTONIC` as hrtimers
 /// count them: one pair of readings, taken when the handle's system is
@@ -45,13 +68,13 @@ fn global() -> &'static Global {
 /// real clock).
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Anchor {
-    instant: Instant,
+    instant: std::time::Instant,
     ns: u64,
 }
 
 impl Anchor {
     fn new(sys: &TimerSystem) -> Anchor {
-        let instant = Instant::now();
+        let instant = std::time::Instant::now();
         let ns = sys.clock_ns(ClockId::Monotonic);
         Anchor { instant, ns }
     }
@@ -77,9 +100,13 @@ enum Inner {
 ///
 /// The free functions ([`sleep`](crate::sleep), [`timeout`](crate::timeout),
 /// [`interval`](crate::interval), …) use the process-wide default,
-/// [`Handle::global`]: a utimer [`Runtime`] of [`DEFAULT_WORKERS`] worker
-/// thread, started lazily by the first future polled, that lives until the
-/// process exits. A `Handle` made from your own system
+/// [`Handle::global`]: a utimer [`Runtime`] with one worker thread pinned to
+/// each CPU the process may run on (or as [`Handle::init_global`] set it),
+/// started lazily by the first future polled, that lives until the process
+/// exits. A future queues its timer on the worker of the CPU its task runs
+/// on when it is first polled, as the kernel queues timers on the local
+/// CPU: the threads of a multi-thread executor arm and cancel on bases of
+/// their own, without sharing a lock. A `Handle` made from your own system
 /// ([`Handle::new`], [`Handle::from_runtime`]) makes the same futures on
 /// that system instead, through its methods (`handle.sleep(..)`): its timers
 /// fire only while something runs that system's workers (a [`Runtime`], or
@@ -106,12 +133,33 @@ impl Handle {
         Handle::new(rt.system_arc())
     }
 
-    /// The process-wide default: a [`Runtime`] of [`DEFAULT_WORKERS`]
-    /// worker, started on first use. What the free functions use.
+    /// The process-wide default, started on first use: a [`Runtime`] with
+    /// one worker pinned to each CPU the process may run on, unless
+    /// [`Handle::init_global`] said otherwise. What the free functions use.
     pub fn global() -> Handle {
         Handle {
             inner: Inner::Global,
         }
+    }
+
+    /// Sets how the process-wide default runtime is made, before its
+    /// first use: `builder` is started ([`Runtime::with_builder`]) by the
+    /// first future that needs the runtime. Without it, the runtime has
+    /// one worker pinned to each CPU the process may run on
+    /// (`TimerSystem::builder().pin_to_process_cpus()`). tokio's
+    /// counterpart is the runtime `Builder`'s time settings.
+    ///
+    /// # Errors
+    /// [`AlreadyStarted`] if the default runtime has started (a future of
+    /// the free functions was polled, or [`Handle::global`]'s system
+    /// asked for); `builder` is dropped.
+    pub fn init_global(builder: utimer::Builder) -> Result<(), AlreadyStarted> {
+        let mut config = CONFIG.lock().unwrap_or_else(|e| e.into_inner());
+        if config.0 {
+            return Err(AlreadyStarted(()));
+        }
+        config.1 = Some(builder);
+        Ok(())
     }
 
     fn parts(&self) -> (&TimerSystem, Anchor) {
@@ -132,7 +180,7 @@ impl Handle {
 
     /// `deadline` in ns of the system's `CLOCK_MONOTONIC`, never earlier
     /// than it (see [`Anchor`]).
-    pub(crate) fn ns_of(&self, deadline: Instant) -> u64 {
+    pub(crate) fn ns_of(&self, deadline: std::time::Instant) -> u64 {
         let Anchor { instant, ns } = self.parts().1;
         match deadline.checked_duration_since(instant) {
             Some(after) => ns.saturating_add(nanos(after)),
@@ -140,9 +188,9 @@ impl Handle {
         }
     }
 
-    /// `ns` of the system's `CLOCK_MONOTONIC` as an [`Instant`]: the
+    /// `ns` of the system's `CLOCK_MONOTONIC` as an `Instant`: the
     /// inverse of [`ns_of`](Self::ns_of) (exact, but where that saturated).
-    pub(crate) fn instant_of(&self, ns: u64) -> Instant {
+    pub(crate) fn instant_of(&self, ns: u64) -> std::time::Instant {
         let a = self.parts().1;
         let t = if ns >= a.ns {
             a.instant.checked_add(Duration::from_nanos(ns - a.ns))
@@ -180,6 +228,7 @@ impl Handle {
     ///
     /// # Panics
     /// If `period` is zero.
+    #[track_caller]
     pub fn interval(&self, period: Duration) -> Interval {
         Interval::new(self.clone(), Instant::now(), period)
     }
@@ -189,6 +238,7 @@ impl Handle {
     ///
     /// # Panics
     /// If `period` is zero.
+    #[track_caller]
     pub fn interval_at(&self, start: Instant, period: Duration) -> Interval {
         Interval::new(self.clone(), start, period)
     }
@@ -226,7 +276,8 @@ impl std::fmt::Debug for Handle {
 /// tokio does).
 const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 
-/// `now + d`, or about 30 years from now if that overflows.
+/// `now + d` by the crate's clock ([`Instant::now`]), or about 30 years
+/// from now if that overflows.
 pub(crate) fn deadline_after(d: Duration) -> Instant {
     add_or_far(Instant::now(), d)
 }

@@ -1,11 +1,12 @@
 //! [`Interval`]: ticks at multiples of a period, on an hrtimer.
 
 use crate::handle::{add_or_far, Handle};
+use crate::Instant;
 use crate::Sleep;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// An [`Interval`] whose first tick completes at once and whose ticks
 /// follow every `period`: `tokio::time::interval`, a periodic hrtimer
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 ///
 /// # Panics
 /// If `period` is zero.
+#[track_caller]
 pub fn interval(period: Duration) -> Interval {
     Interval::new(Handle::global(), Instant::now(), period)
 }
@@ -23,6 +25,7 @@ pub fn interval(period: Duration) -> Interval {
 ///
 /// # Panics
 /// If `period` is zero.
+#[track_caller]
 pub fn interval_at(start: Instant, period: Duration) -> Interval {
     Interval::new(Handle::global(), start, period)
 }
@@ -94,6 +97,7 @@ pub struct Interval {
 }
 
 impl Interval {
+    #[track_caller]
     pub(crate) fn new(handle: Handle, start: Instant, period: Duration) -> Interval {
         assert!(period > Duration::ZERO, "`period` must be non-zero.");
         Interval {

@@ -3,15 +3,17 @@
 //! [`sleep`], [`sleep_until`], [`timeout`], [`timeout_at`], [`interval`]
 //! and [`interval_at`], with [`Sleep`], [`Timeout`], [`Interval`],
 //! [`MissedTickBehavior`] and [`Elapsed`], are named and shaped as in
-//! `tokio::time`, so that switching is an import change. They run under
-//! any executor (tokio's, `futures`' `block_on`, smol's, your own): the
-//! timers are expired by utimer's worker threads, which wake the tasks.
-//! Deadlines are [`std::time::Instant`]s (tokio's `Instant` converts from
-//! and into them).
+//! `tokio::time`, with [`Instant`], [`Duration`], the test clock
+//! ([`pause`], [`resume`], [`advance`]) and [`error`], so that switching
+//! is an import change: `use utimer_async as time;` where the program had
+//! `use tokio::time;`. They run under any executor (tokio's, `futures`'
+//! `block_on`, smol's, your own): the timers are expired by utimer's
+//! worker threads, which wake the tasks. [`Instant`] wraps a
+//! [`std::time::Instant`] and converts to and from it (and, with the
+//! `tokio` feature, `tokio::time::Instant`).
 //!
 //! ```
-//! use std::time::{Duration, Instant};
-//! use utimer_async::{interval, sleep, timeout, MissedTickBehavior};
+//! use utimer_async::{interval, sleep, timeout, Duration, Instant, MissedTickBehavior};
 //!
 //! futures::executor::block_on(async {
 //!     let start = Instant::now();
@@ -30,60 +32,85 @@
 //! });
 //! ```
 //!
+//! # Testing with a paused clock
+//!
+//! As tokio's: [`pause`] freezes the clock of the calling thread (the
+//! thread of the test's runtime), [`advance`] moves it, and when the
+//! thread has nothing left to run the clock *auto-advances* to the next
+//! timer, so a test of a 30 s timeout takes microseconds, and takes them
+//! the same way every run:
+//!
+//! ```
+//! use utimer_async::{self as time, Duration, Instant};
+//!
+//! futures::executor::block_on(async {
+//!     time::pause();
+//!     let start = Instant::now();
+//!     let slow = std::future::pending::<()>();
+//!     assert!(time::timeout(Duration::from_secs(30), slow).await.is_err());
+//!     assert_eq!(start.elapsed(), Duration::from_secs(30)); // exactly
+//! });
+//! ```
+//!
+//! It works the same under `#[tokio::test]` (call `time::pause()` first
+//! in the body) and under any single-threaded executor; [`pause`] gives
+//! the rules and where they differ from tokio's. The one to know: tokio's
+//! `start_paused = true` and `tokio::time::pause()` pause tokio's clock,
+//! which this crate cannot see, so call this crate's [`pause`] instead.
+//!
 //! # Which timer system
 //!
 //! The free functions use the process-wide default, [`Handle::global`]: a
-//! utimer [`Runtime`](utimer::Runtime) of [`DEFAULT_WORKERS`] worker
-//! thread, started by the first timer that needs it and kept until the
-//! process exits. A [`Handle`] of your own system
+//! utimer [`Runtime`](utimer::Runtime) with one worker thread pinned to
+//! each CPU the process may run on ([`Handle::init_global`] sets another
+//! one up), started by the first timer that needs it and kept until the
+//! process exits. A timer is queued on the worker of the CPU its task runs
+//! on when it is first polled, as the kernel queues on the local CPU: the
+//! threads of a multi-thread executor arm and cancel on bases of their
+//! own. A [`Handle`] of your own system
 //! ([`Handle::new`]`(Arc<TimerSystem>)`, [`Handle::from_runtime`]) makes the
 //! same futures there (`handle.sleep(..)`, `handle.timeout(..)`, …). There
 //! is no ambient context: a future's system is the one that made it.
 //!
 //! # Which timer, and how precise
 //!
-//! utimer keeps the kernel's split between hrtimers, for deadlines that
-//! are met, and the timer wheel, for timeouts that are mostly cancelled:
-//!
-//! | future | timer | fires |
-//! |---|---|---|
-//! | [`Sleep`], [`Interval`] | [`HrSleeper`](utimer::HrSleeper) on `CLOCK_MONOTONIC`: an hrtimer inside the future (the kernel's `hrtimer_sleeper`, what `nanosleep` waits on) | at the deadline plus the wake-up latency (µs) |
-//! | [`Timeout`] | wheel [`Timer`](utimer::Timer) (the kernel's `timer_list`) | at the first tick (1 ms) at or after the deadline for deadlines up to 64 ticks away; beyond, at its wheel level's bucket boundary, up to 12.5% of the distance late (a 1 s timeout 43–64 ms late) |
-//!
-//! Timeouts trade precision for an O(1) arm and cancel, as the kernel's do:
-//! a timeout is a bound, and almost always cancelled before it fires. Use
-//! `select!` over a [`Sleep`] for a precise one.
+//! Every future waits on an hrtimer of its own:
+//! [`HrSleeper`](utimer::HrSleeper) on `CLOCK_MONOTONIC` (the kernel's
+//! `hrtimer_sleeper`, what `nanosleep` waits on), inside the future. A
+//! [`Sleep`] is one, a [`Timeout`] holds one beside its future, an
+//! [`Interval`] restarts one for every tick. Each fires at its deadline
+//! plus the worker's wake-up latency (microseconds), where tokio's timers
+//! fire at the next millisecond tick after it, and later still while its
+//! runtime is busy.
 //!
 //! # Guarantees
 //!
-//! * **Never early.** A future completes only once its timer fired, and a
-//!   timer fires only once its clock read its expiry, which is the deadline
-//!   rounded later (to the next nanosecond of `CLOCK_MONOTONIC`, or to the
-//!   next tick), never earlier. `Instant` is `CLOCK_MONOTONIC` on Linux.
-//! * **No allocation per poll.** A [`Sleep`] never allocates: its timer
-//!   is part of it (64 bytes in all, which is what a pending sleep costs),
-//!   queued by its first poll in its worker's intrusive heap; an
-//!   [`Interval`] boxes one `Sleep` when it is made, as tokio's does. A
-//!   [`Timeout`] allocates its wheel timer at its first poll that has to
-//!   wait (none if the deadline has passed or the future is ready). Later
-//!   polls only update the waker, and [`Sleep::reset`] and every
-//!   [`Interval`] tick move the same timer.
-//! * **Pinning.** [`Sleep`] is `!Unpin`, like tokio's: pin it
-//!   (`std::pin::pin!`, `tokio::pin!`, `Box::pin`) to poll it by hand or
-//!   keep it across `select!` iterations. [`Timeout`] and [`Interval`] are
-//!   `Unpin` when their future is.
-//! * **Dropping never blocks.** Dropping a [`Sleep`] takes it out of its
-//!   heap under the base lock, and there is nothing to wait for: the worker
-//!   takes a sleeper's waker under that lock and wakes it after. Dropping a
-//!   [`Timeout`] cancels its timer without waiting for a callback running
-//!   at that moment (the kernel's `timer_delete()`), which cannot restart
-//!   it.
+//! * **Never early.** By the crate's clock ([`Instant::now`]): on the real
+//!   clock, a future completes only once its timer fired, and a timer
+//!   fires only once its clock read its expiry, which is the deadline
+//!   rounded later (to the next nanosecond of `CLOCK_MONOTONIC`), never
+//!   earlier. `Instant` is `CLOCK_MONOTONIC` on Linux.
+//! * **No allocation.** A [`Sleep`] never allocates: its timer is part of
+//!   it, queued by its first poll in its worker's intrusive heap. A
+//!   [`Timeout`] is its future and a `Sleep`, side by side, as tokio's;
+//!   one whose future is ready at once queues nothing. An [`Interval`]
+//!   boxes one `Sleep` when it is made, as tokio's does. Later polls only
+//!   update the waker, and [`Sleep::reset`] and every [`Interval`] tick
+//!   move the same timer. The one exception is for tests: once a thread
+//!   of the process has [paused](pause) its clock, each `Sleep` (and so
+//!   each `Timeout`) boxes its test-clock state when it is made.
+//! * **Pinning.** [`Sleep`] and [`Timeout`] are `!Unpin`, like tokio's:
+//!   pin them (`std::pin::pin!`, `tokio::pin!`, `Box::pin`) to poll them by
+//!   hand or keep them across `select!` iterations. [`Interval`] is
+//!   `Unpin`.
+//! * **Dropping never blocks.** Dropping a [`Sleep`] (or a [`Timeout`])
+//!   takes its timer out of its heap under the base lock, and there is
+//!   nothing to wait for: the worker takes a sleeper's waker under that
+//!   lock and wakes it after.
 //! * **The latest waker is woken.** A pending [`Sleep`]'s poll replaces the
 //!   waker in its node under the base lock (unless it wakes the same
 //!   task), and reads the state again there, so a fire racing with a poll
-//!   is never missed (`tests/loom_sleeper.rs` in utimer models it). A
-//!   [`Timeout`] stores its waker in an [`atomic_waker::AtomicWaker`],
-//!   with the state read again after the waker is registered.
+//!   is never missed (`tests/loom_sleeper.rs` in utimer models it).
 //! * **Shutdown.** A [`Handle`] and every timer keep their system alive.
 //!   A system whose workers have stopped (its [`Runtime`](utimer::Runtime)
 //!   shut down) keeps its futures pending; a timer that the system refuses
@@ -92,19 +119,31 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+mod clock;
+#[cfg(feature = "delay-queue")]
+pub mod delay_queue;
 mod handle;
+mod instant;
 mod interval;
-mod shared;
 mod sleep;
 mod timeout;
+#[cfg(feature = "delay-queue")]
+pub use delay_queue::{DelayQueue, Expired, Key};
+mod error_impl;
+#[cfg(feature = "stream")]
+mod stream;
 
-pub use handle::{Handle, DEFAULT_WORKERS};
+pub use clock::{advance, pause, resume};
+pub use handle::{AlreadyStarted, Handle};
+pub use instant::Instant;
 pub use interval::{interval, interval_at, Interval, MissedTickBehavior, MISSED_TICK_TOLERANCE};
 pub use sleep::{sleep, sleep_until, Sleep};
+pub use std::time::Duration;
 pub use timeout::{timeout, timeout_at, Elapsed, Timeout};
 
 /// The error types, where tokio has them (`tokio::time::error`).
 pub mod error {
+    pub use crate::error_impl::Error;
     pub use crate::timeout::Elapsed;
 }
 

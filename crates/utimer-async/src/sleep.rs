@@ -1,10 +1,13 @@
 //! [`Sleep`]: a future that completes at its deadline, on an hrtimer.
 
+use crate::clock::{self, TestClock, VirtualTimer};
 use crate::handle::{deadline_after, Handle};
+use crate::Instant;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant as StdInstant};
 use utimer::{ClockId, HrSleeper};
 
 /// Waits until `duration` has elapsed, to the nanosecond plus the wake-up's
@@ -32,11 +35,16 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 ///   expiry, which is the deadline converted to `CLOCK_MONOTONIC`
 ///   nanoseconds, rounded later, never earlier.
 /// * It is its own timer: a [`utimer::HrSleeper`] (links, expiry and
-///   waker, 64 bytes with the handle) that its first poll queues in the
-///   polling thread's home worker's hrtimer base, whose thread wakes the
-///   task. Nothing is allocated, ever: not when it is created, polled,
-///   [reset](Sleep::reset), fired or dropped. A `Sleep` whose deadline has
-///   passed when it is first polled completes without queueing anything.
+///   waker, 64 bytes with the handle; 72 with the test clock's pointer,
+///   where tokio's `Sleep` is 112) that its first poll queues on the
+///   worker of the CPU it runs on, whose thread wakes the task. Nothing is
+///   allocated (but see the test clock below): not when it is created,
+///   polled, [reset](Sleep::reset), fired or dropped. A `Sleep` whose
+///   deadline has passed when it is first polled completes without
+///   queueing anything.
+/// * Polled on a thread whose clock is [paused](crate::pause), it waits
+///   on the paused clock instead (see the crate docs' test clock), and
+///   completes when that clock reaches its deadline.
 /// * Like tokio's, it is `!Unpin`: pin it (`std::pin::pin!`,
 ///   `tokio::pin!`, `Box::pin`) to poll it by hand; `.await` does that.
 /// * Dropping it takes it out of its base's queue without waiting (there
@@ -47,46 +55,80 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 ///   nanoseconds of the monotonic clock. A deadline more than about 584
 ///   years after boot, or before boot, reads back as that bound (it is
 ///   reached, or long passed, just the same).
+/// * In a process where a thread [paused](crate::pause) its clock, each
+///   `Sleep` also boxes its test-clock state (a deadline and its place
+///   among the paused clock's timers); no other program pays for it.
 pub struct Sleep {
     timer: HrSleeper<Handle>,
+    /// The test clock's state: made only in a process where a thread
+    /// paused its clock ([`clock::ever_paused`]), so that no other
+    /// program pays for it.
+    test: Option<Box<TestState>>,
+}
+
+/// What a `Sleep` needs for the test clock.
+#[derive(Debug)]
+struct TestState {
+    /// The deadline by the crate's clock (the timer's expiry is its
+    /// conversion to real time, which a paused clock's resume moves).
+    deadline: StdInstant,
+    /// Its place among the paused clock's timers, while it waits on one.
+    paused: VirtualTimer,
 }
 
 impl Sleep {
     pub(crate) fn new(handle: Handle, deadline: Instant) -> Sleep {
-        let at = handle.ns_of(deadline);
+        let deadline = deadline.into_std();
+        let (at, test) = if clock::ever_paused() {
+            let at = handle.ns_of(clock::to_real(deadline));
+            (at, Some(TestState::boxed(deadline)))
+        } else {
+            (handle.ns_of(deadline), None)
+        };
         Sleep {
             timer: HrSleeper::new(handle, ClockId::Monotonic, at),
+            test,
         }
     }
 
-    /// The pinned timer.
+    /// The pinned timer, and the test clock's state.
     #[inline]
-    fn timer(self: Pin<&mut Self>) -> Pin<&mut HrSleeper<Handle>> {
-        // SAFETY: structural pinning: `timer` is never moved out of a
-        // pinned `Sleep`, which has no `Drop` of its own and is `!Unpin`
-        // because the timer is.
-        unsafe { self.map_unchecked_mut(|s| &mut s.timer) }
+    fn fields(self: Pin<&mut Self>) -> (Pin<&mut HrSleeper<Handle>>, &mut Option<Box<TestState>>) {
+        // SAFETY: structural pinning of `timer` only: it is never moved
+        // out of a pinned `Sleep` (which has no `Drop` of its own and is
+        // `!Unpin` because the timer is); `test` is a plain `Unpin` field
+        // that the `Sleep` never relies on staying in place.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: as above.
+        (
+            unsafe { Pin::new_unchecked(&mut this.timer) },
+            &mut this.test,
+        )
     }
 
     /// The instant at which the future completes
     /// (`tokio::time::Sleep::deadline`).
     pub fn deadline(&self) -> Instant {
-        self.timer.system_ref().instant_of(self.timer.expires())
+        Instant::from_std(self.clock_deadline())
     }
 
-    /// Whether the deadline has passed: its timer fired, or, before it was
-    /// queued, the clock reads the deadline (`tokio::time::Sleep::is_elapsed`).
-    pub fn is_elapsed(&self) -> bool {
-        if self.timer.is_expired() {
-            return true;
+    /// The deadline by the crate's clock: the test state's, or else the
+    /// timer's expiry, made when no clock had been paused (so its
+    /// conversion was the identity).
+    fn clock_deadline(&self) -> StdInstant {
+        match &self.test {
+            Some(t) => t.deadline,
+            None => self.timer.system_ref().instant_of(self.timer.expires()),
         }
-        !self.timer.is_queued() && self.reached_now()
     }
 
-    /// Whether `Instant::now()` is at or past the deadline.
-    #[inline]
-    fn reached_now(&self) -> bool {
-        self.timer.system_ref().ns_of(Instant::now()) >= self.timer.expires()
+    /// Whether it has completed: its timer fired, or a poll found its
+    /// deadline passed (`tokio::time::Sleep::is_elapsed`). As tokio's, a
+    /// `Sleep` that was never polled has not elapsed, even if its deadline
+    /// has passed, and a [reset](Sleep::reset) to a later deadline makes it
+    /// pending again.
+    pub fn is_elapsed(&self) -> bool {
+        self.timer.is_expired() || self.test.as_ref().is_some_and(|t| t.paused.fired())
     }
 
     /// Moves the deadline to `deadline`, earlier or later, whether or not
@@ -94,13 +136,31 @@ impl Sleep {
     /// deadline (`tokio::time::Sleep::reset`, the kernel's
     /// `hrtimer_start()` on a queued timer). Moves the same timer in its
     /// queue: no allocation, no clock read. A deadline at or before one
-    /// that already fired completes at once.
+    /// that already fired completes at once; a task waiting on it is woken
+    /// if the new deadline has passed.
     ///
     /// # Panics
     /// If the timer system refuses timers (it has shut down).
     pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
-        let at = self.timer.system_ref().ns_of(deadline);
-        let t = self.timer();
+        let deadline = deadline.into_std();
+        let (t, test) = self.fields();
+        let at = if clock::ever_paused() {
+            let state = test.get_or_insert_with(|| TestState::boxed(deadline));
+            state.deadline = deadline;
+            let at = t.system_ref().ns_of(clock::to_real(deadline));
+            if state.paused.reset(deadline) {
+                // It waits on the paused clock, which moved it; its timer
+                // is idle (not queued: this cannot fail) and takes the
+                // real expiry, for when the clock resumes.
+                if let Err(e) = t.set_expires(at) {
+                    panic!("utimer-async: cannot start a timer: {e}");
+                }
+                return;
+            }
+            at
+        } else {
+            t.system_ref().ns_of(deadline)
+        };
         let restart = t.is_queued() || (t.is_expired() && at > t.expires());
         let r = if restart {
             t.start(at, None)
@@ -115,21 +175,52 @@ impl Sleep {
     }
 }
 
+impl TestState {
+    fn boxed(deadline: StdInstant) -> Box<TestState> {
+        Box::new(TestState {
+            deadline,
+            paused: VirtualTimer::default(),
+        })
+    }
+}
+
 impl Future for Sleep {
     type Output = ();
 
     /// # Panics
     /// If the timer system refuses timers (it has shut down).
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let state = if self.timer.is_queued() || self.timer.is_expired() {
-            self.timer().poll_expired(cx)
-        } else if self.reached_now() {
-            return Poll::Ready(());
+        if clock::ever_paused() {
+            if let Some(clock) = clock::paused() {
+                return self.poll_paused(&clock, cx);
+            }
+        }
+        let deadline = if clock::ever_paused() {
+            Some(self.clock_deadline())
         } else {
+            None
+        };
+        let (mut t, test) = self.fields();
+        let state = if t.is_queued() || t.is_expired() {
+            t.poll_expired(cx)
+        } else {
+            let at = match deadline {
+                None => t.expires(),
+                // The clock may have moved away from real time since the
+                // expiry was converted; and it left the paused clock.
+                Some(d) => {
+                    if let Some(s) = test.as_mut() {
+                        drop(s.paused.release());
+                    }
+                    t.system_ref().ns_of(clock::to_real(d))
+                }
+            };
+            if t.system_ref().ns_of(clock::to_real(clock::now())) >= at {
+                t.complete();
+                return Poll::Ready(());
+            }
             // The first poll (or the first after a reset that found it
             // idle): queue it with this waker.
-            let at = self.timer.expires();
-            let mut t = self.timer();
             match t.as_mut().start(at, Some(cx.waker())) {
                 Ok(()) if t.is_expired() => Poll::Ready(Ok(())),
                 Ok(()) => Poll::Pending,
@@ -141,6 +232,26 @@ impl Future for Sleep {
             Poll::Ready(Err(e)) => panic!("utimer-async: cannot start a timer: {e}"),
             Poll::Pending => Poll::Pending,
         }
+    }
+}
+
+impl Sleep {
+    /// A poll on the calling thread's paused clock: the sleep leaves its
+    /// real timer, if it had one queued, and waits among the clock's
+    /// timers.
+    #[cold]
+    fn poll_paused(self: Pin<&mut Self>, clock: &Arc<TestClock>, cx: &mut Context<'_>) -> Poll<()> {
+        let deadline = self.clock_deadline();
+        let (mut t, test) = self.fields();
+        if t.is_queued() {
+            t.as_mut().cancel();
+        }
+        let state = test.get_or_insert_with(|| TestState::boxed(deadline));
+        let r = state.paused.poll(clock, state.deadline, cx);
+        if r.is_ready() {
+            t.complete();
+        }
+        r
     }
 }
 

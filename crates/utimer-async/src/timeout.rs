@@ -1,19 +1,17 @@
-//! [`Timeout`]: a future with a deadline, on a wheel timer.
+//! [`Timeout`]: a future with a deadline, on an hrtimer.
 
 use crate::handle::{deadline_after, Handle};
-use crate::shared::Shared;
+use crate::Instant;
+use crate::Sleep;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
-use utimer::Timer;
+use std::time::Duration;
 
 /// Requires `future` to complete within `duration`: `tokio::time::timeout`.
-/// On the process-wide default runtime ([`Handle::global`]), with a wheel
-/// timer (the kernel's `timer_list` timeout: see the crate docs for its
-/// granularity). The future is polled first, so one that is ready passes
-/// through even past the deadline.
+/// On the process-wide default runtime ([`Handle::global`]), with an
+/// hrtimer (see [`Timeout`]). The future is polled first, so one that is
+/// ready passes through even past the deadline.
 pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
     Timeout::new(
         Handle::global(),
@@ -48,65 +46,29 @@ impl From<Elapsed> for std::io::Error {
     }
 }
 
-/// The wheel timer of a [`Timeout`]: created at its first poll.
-struct Delay {
-    handle: Handle,
-    deadline: Instant,
-    armed: Option<(Timer, Arc<Shared>)>,
-}
-
-impl Delay {
-    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        match &self.armed {
-            Some((_, shared)) => shared.poll_reached(1, cx),
-            None => self.arm(cx),
-        }
-    }
-
-    #[cold]
-    fn arm(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        let Some(shared) = Shared::for_first_poll(self.deadline, cx) else {
-            return Poll::Ready(());
-        };
-        let s = shared.clone();
-        let timer = self.handle.system().timer(move |_| s.fire(1));
-        // An `Instant` expiry rounds up to the first tick at or after it:
-        // never early.
-        if let Err(e) = timer.modify(self.deadline) {
-            panic!("utimer-async: cannot arm a timer: {e}");
-        }
-        let poll = shared.poll_reached(1, cx);
-        self.armed = Some((timer, shared));
-        poll
-    }
-}
-
 /// A future with a deadline: `tokio::time::Timeout`. Made by [`timeout`],
 /// [`timeout_at`] or a [`Handle`]'s methods. Completes with the future's
 /// output, or with [`Elapsed`] once the deadline has passed and the future
 /// is still pending.
 ///
-/// Timeouts are mostly cancelled (the future completes first), so, as the
-/// kernel's `timer_list` timeouts, this one is a wheel timer: O(1) to arm
-/// and to cancel, created at the first poll that finds the future pending
-/// (a future ready at once costs no timer), cancelled without waiting when
-/// the `Timeout` is dropped. It never fires early, and fires up to one tick
-/// (1 ms) late for deadlines within 64 ticks, up to 12.5% of the distance
-/// late beyond (see the crate docs).
+/// As tokio's, it holds the future and a [`Sleep`] for the deadline,
+/// side by side: nothing is allocated, ever. The future is polled first,
+/// so a future ready at its deadline (or ready at once, past it) wins.
+/// The sleep's timer is queued by the first poll that finds the future
+/// pending (a future ready at once costs no timer), fires at the deadline
+/// plus the wake-up's latency (µs, never early), and is taken out of its
+/// queue without waiting when the `Timeout` is dropped. Like tokio's, it
+/// is `!Unpin`: `.await` pins it.
 pub struct Timeout<F> {
     future: F,
-    delay: Delay,
+    delay: Sleep,
 }
 
 impl<F> Timeout<F> {
     pub(crate) fn new(handle: Handle, deadline: Instant, future: F) -> Timeout<F> {
         Timeout {
             future,
-            delay: Delay {
-                handle,
-                deadline,
-                armed: None,
-            },
+            delay: Sleep::new(handle, deadline),
         }
     }
 
@@ -126,9 +88,9 @@ impl<F> Timeout<F> {
         self.future
     }
 
-    /// The deadline.
+    /// The deadline (tokio's `Timeout` has it through its `Sleep`).
     pub fn deadline(&self) -> Instant {
-        self.delay.deadline
+        self.delay.deadline()
     }
 }
 
@@ -138,17 +100,19 @@ impl<F: Future> Future for Timeout<F> {
     /// # Panics
     /// If the timer system refuses timers (it has shut down).
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // SAFETY: `future` is structurally pinned: it is never moved out of
-        // a pinned `Timeout` (only `into_inner` moves it, which takes the
-        // `Timeout` by value, so it is not pinned), and `Timeout` has no
-        // `Drop` of its own. `delay` is not pinned (it is `Unpin`).
+        // SAFETY: `future` and `delay` are structurally pinned: neither is
+        // moved out of a pinned `Timeout` (only `into_inner` moves the
+        // future, and it takes the `Timeout` by value, unpinned), and
+        // `Timeout` has no `Drop` of its own.
         let this = unsafe { self.get_unchecked_mut() };
         // SAFETY: as above.
         let future = unsafe { Pin::new_unchecked(&mut this.future) };
         if let Poll::Ready(v) = future.poll(cx) {
             return Poll::Ready(Ok(v));
         }
-        this.delay.poll(cx).map(|()| Err(Elapsed(())))
+        // SAFETY: as above.
+        let delay = unsafe { Pin::new_unchecked(&mut this.delay) };
+        delay.poll(cx).map(|()| Err(Elapsed(())))
     }
 }
 
@@ -156,7 +120,7 @@ impl<F: std::fmt::Debug> std::fmt::Debug for Timeout<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Timeout")
             .field("future", &self.future)
-            .field("deadline", &self.delay.deadline)
+            .field("deadline", &self.delay.deadline())
             .finish()
     }
 }

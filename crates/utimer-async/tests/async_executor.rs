@@ -6,7 +6,8 @@ use async_executor::Executor;
 use common::*;
 use futures::executor::block_on;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use utimer_async::Instant;
 
 /// Runs `f` on `ex` on this thread, with `threads` more threads running
 /// `ex` until `f` is done.

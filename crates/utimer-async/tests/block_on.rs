@@ -10,8 +10,9 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::task::{Context, Wake, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use utimer::Runtime;
+use utimer_async::Instant;
 use utimer_async::{Elapsed, Handle, MissedTickBehavior};
 
 #[test]
@@ -98,10 +99,10 @@ fn check_waker_change<F: Future + Unpin>(mut fut: F) {
 #[test]
 fn waker_change_between_polls() {
     check_waker_change(Box::pin(utimer_async::sleep(Duration::from_millis(5))));
-    check_waker_change(utimer_async::timeout(
+    check_waker_change(Box::pin(utimer_async::timeout(
         Duration::from_millis(5),
         pending::<()>(),
-    ));
+    )));
     let mut iv = utimer_async::interval(Duration::from_millis(5));
     block_on(iv.tick());
     check_waker_change(Box::pin(iv.tick()));

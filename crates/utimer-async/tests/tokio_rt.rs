@@ -3,7 +3,8 @@
 mod common;
 
 use common::*;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use utimer_async::Instant;
 
 fn current() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

@@ -52,7 +52,11 @@
 //!    task poll returns Pending and wakes itself, so `join_all` polls all N
 //!    futures for every 128 that complete (quadratic: 38 µs per future at
 //!    100K measured here), which says more about `join_all` than the timer.
-//! 5. `lateness` (µs): 200 (quick: 30) sequential 1 ms sleeps, each
+//! 5. `timeout_ready`, `timeout_one_pending`, `timeout_drop_pending`
+//!    (ns/op, and allocations per op): utimer-async's `Timeout` against
+//!    tokio's and a `select` of the future and the timer for futures-timer
+//!    and async-io, hand-polled: see [`timeouts`].
+//! 6. `lateness` (µs): 200 (quick: 30) sequential 1 ms sleeps, each
 //!    `sleep_until(now + 1 ms)` awaited in `block_on`; p50, p99 and max of
 //!    completion − deadline. `lateness/early` counts completions before the
 //!    deadline (must be 0). futures-timer has no `sleep_until`: its `Delay`
@@ -75,11 +79,13 @@ use super::peers::tokio_alt;
 use super::plot::Chart;
 use super::{alloc, time, Contender, GroupDoc, Record, Runner, Sample, Schedule, XorShift};
 
+mod timeouts;
+
 const GROUP: &str = "async";
 
 /// The group's section of the results page (`--markdown`).
 const DOC: GroupDoc = GroupDoc {
-    title: "Async sleeps",
+    title: "Async sleeps and timeouts",
     about: "utimer-async's `Sleep` (an hrtimer sleeper inside the future, on the process-wide \
          default runtime) against tokio's `Sleep` (a current-thread runtime), the tokio alt \
          timer (a 1-worker multi-thread runtime, in its helper), futures-timer's `Delay` (a \
@@ -89,7 +95,12 @@ const DOC: GroupDoc = GroupDoc {
          away, boxed and polled once: ns per future, heap bytes per future counted on the \
          measuring thread, and resident-set growth per future (all threads). `expire_N`: N \
          sleeps due 1-10 ms ahead, joined in the crate's `block_on`: ns per future from the \
-         first creation to the last completion. `lateness`: sequential 1 ms `sleep_until`s, \
+         first creation to the last completion. `timeout_*`: utimer-async's and tokio's \
+         `Timeout`, and for futures-timer and async-io a `select` of the future and a timer, \
+         5 s, hand-polled: `ready` (a ready future: make, poll, drop), `one_pending` (a \
+         future pending once: make, poll, poll, drop), `drop_pending` (a future that never \
+         completes: make, poll, drop), and the allocations per op of each, counted on the \
+         measuring thread. `lateness`: sequential 1 ms `sleep_until`s, \
          p50 / p99 / max of completion minus deadline in µs; `lateness/early` counts early \
          completions.",
     look_for: "What a future costs to make, re-arm and hold, and what a crowd of them costs \
@@ -97,7 +108,9 @@ const DOC: GroupDoc = GroupDoc {
          deadline, then the executor's thread woken by the worker), while async-io's timers \
          fire on the thread that polls them. `bytes_per_future` misses memory that other \
          threads allocate (futures-timer's helper heap, async-io's `BTreeMap`): \
-         `rss_per_future` sees it. No implementation should ever wake early.",
+         `rss_per_future` sees it. Timeouts are mostly cancelled: `one_pending` and \
+         `drop_pending` are the price of one that is. No implementation should ever wake \
+         early.",
 };
 
 const FAR: Duration = Duration::from_secs(3600);
@@ -140,10 +153,10 @@ impl Peer for UtimerAsync {
         utimer_async::sleep(d)
     }
     fn sleep_until(&self, at: Instant) -> Self::Fut {
-        utimer_async::sleep_until(at)
+        utimer_async::sleep_until(at.into())
     }
     fn reset(f: Pin<&mut Self::Fut>, at: Instant, _: Duration) {
-        f.reset(at);
+        f.reset(at.into());
     }
 }
 
@@ -446,15 +459,16 @@ pub(crate) fn run(r: &mut Runner) {
     let wants_pending = pending_cases.iter().any(|c| r.wants(GROUP, c));
     let wants_late = r.wants(GROUP, "lateness") || r.wants(GROUP, "lateness/early");
     let simple = ["create_poll_drop", "reset", expire_case.as_str()];
-    if !r.wants_group(GROUP, &simple) && !wants_pending && !wants_late {
+    let wants_timeouts = timeouts::wanted(r);
+    if !r.wants_group(GROUP, &simple) && !wants_pending && !wants_late && !wants_timeouts {
         return;
     }
     r.enter_group(
         GROUP,
         DOC,
-        "async sleeps: utimer-async vs tokio::time (current-thread runtime; alt timer: a\n\
-         1-worker multi-thread runtime), futures-timer, async-io; hand-polled with a no-op\n\
-         waker, or joined in each crate's block_on (alt timer: in a task on the worker)",
+        "async sleeps and timeouts: utimer-async vs tokio::time (current-thread runtime; alt\n\
+         timer: a 1-worker multi-thread runtime), futures-timer, async-io; hand-polled with a\n\
+         no-op waker, or joined in each crate's block_on (alt timer: in a task on the worker)",
     );
     r.case(
         GROUP,
@@ -471,6 +485,7 @@ pub(crate) fn run(r: &mut Runner) {
     r.case(GROUP, "reset", Chart::Bars, Schedule::Interleaved, || {
         with_alt(all!(reset), tokio_alt::batched(&["reset"]))
     });
+    timeouts::run(r);
 
     let reps = r.reps;
     r.reps = r.pick(2, 3);

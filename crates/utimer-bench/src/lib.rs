@@ -44,6 +44,8 @@ pub mod alloc;
 #[global_allocator]
 static GLOBAL: alloc::Counting = alloc::Counting;
 
+mod async_runtime;
+mod async_server;
 mod async_timers;
 mod cases;
 mod markdown;
@@ -128,6 +130,8 @@ pub const GROUPS: &[&str] = &[
     "posix-latency",
     "latency",
     "async",
+    "async-mt",
+    "async-server",
 ];
 
 /// Runs the whole suite (or the filtered part of it); prints the tables to
@@ -146,6 +150,8 @@ pub fn run(opts: &Options) -> Result<(), String> {
     posix_timers::run(&mut r);
     latency::run(&mut r);
     async_timers::run(&mut r);
+    async_runtime::run(&mut r);
+    async_server::run(&mut r);
     progress::finish();
     if r.records.is_empty() {
         return Err(match &opts.filter {

@@ -73,6 +73,33 @@ fn median(sorted: &[f64]) -> f64 {
 }
 
 impl Record {
+    /// A row of `values` (samples, any order) in `unit`: the median, with
+    /// p10, p90 and min (nearest rank), or skipped with `err`, or with
+    /// "no sample".
+    pub(crate) fn distribution(
+        group: &str,
+        (case, name, mode): (&str, &str, &str),
+        values: &[f64],
+        unit: &str,
+        err: Option<&str>,
+    ) -> Record {
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let rank = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+        match (err, v.is_empty()) {
+            (Some(why), _) => Record::skipped(group, case, name, mode, why),
+            (None, true) => Record::skipped(group, case, name, mode, "no sample"),
+            (None, false) => {
+                let mut r = Record::value(group, case, name, mode, rank(0.5), unit);
+                r.samples = v.len();
+                r.p10 = Some(rank(0.1));
+                r.p90 = Some(rank(0.9));
+                r.min = Some(v[0]);
+                r
+            }
+        }
+    }
+
     fn base(group: &str, case: &str, impl_name: &str, unit: &str, mode: &str) -> Self {
         Record {
             group: group.to_string(),

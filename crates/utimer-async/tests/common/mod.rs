@@ -5,7 +5,8 @@
 use std::future::{pending, poll_fn, Future};
 use std::pin::Pin;
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use utimer_async::Instant;
 use utimer_async::{
     interval_at, sleep, sleep_until, timeout, timeout_at, Elapsed, MissedTickBehavior,
 };
@@ -209,7 +210,7 @@ pub(crate) async fn one_of_many(i: usize) {
 pub(crate) async fn drop_is_prompt() {
     let mut s = Box::pin(sleep(Duration::from_secs(60)));
     assert!(poll_once(&mut s).await.is_pending());
-    let mut t = timeout(Duration::from_secs(60), pending::<()>());
+    let mut t = Box::pin(timeout(Duration::from_secs(60), pending::<()>()));
     assert!(poll_once(&mut t).await.is_pending());
     let mut iv = utimer_async::interval(Duration::from_secs(60));
     iv.tick().await;

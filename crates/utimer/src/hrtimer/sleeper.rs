@@ -145,6 +145,16 @@ impl SleeperNode {
         self.expires.store(expires, Relaxed);
     }
 
+    /// Marks a node that is not queued as fired, without queuing it (a
+    /// future that found its deadline passed completes at once). The
+    /// owner alone touches a node that is not queued; a queued one is left
+    /// alone.
+    pub(crate) fn mark_fired_idle(&self) {
+        if self.state.load(Acquire) != QUEUED {
+            self.state.store(FIRED, Release);
+        }
+    }
+
     /// Takes the waker out. The caller holds the base lock of a queued
     /// node, or owns a node that is not queued.
     #[inline]

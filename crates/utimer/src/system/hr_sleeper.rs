@@ -49,10 +49,13 @@ unsafe impl SystemRef for &'static TimerSystem {
 /// (`Box::pin`, `std::pin::pin!`, or a field of a pinned future) before it
 /// is started, and its drop takes it out of its base's heap.
 ///
-/// * [`start`](Self::start) queues it on the starting thread's home
-///   worker of its clock (the first start binds it; restarts stay there,
-///   unless that worker is offline); the worker's expiry run wakes its
-///   waker once the clock reads its expiry, never earlier.
+/// * [`start`](Self::start) queues it on the starting thread's worker
+///   for its clock: its home worker, or, on a system whose workers are
+///   pinned to CPUs ([`Builder::pin_workers`](crate::Builder::pin_workers)),
+///   the worker of the CPU it runs on at that moment (the first start
+///   binds it; restarts stay there, unless that worker is offline); the
+///   worker's expiry run wakes its waker once the clock reads its expiry,
+///   never earlier.
 /// * [`poll_expired`](Self::poll_expired) is ready once it fired, and
 ///   otherwise makes the context's waker the one its fire wakes.
 /// * Dropping or [cancelling](Self::cancel) it never waits: its "callback"
@@ -148,7 +151,7 @@ impl<S: SystemRef> HrSleeper<S> {
             sleeper::start(
                 &sys.core.nohz.hr,
                 &self.node,
-                || bases.route(bases.current_worker()),
+                || bases.route(bases.local_worker()),
                 expires,
                 waker,
             )?
@@ -178,6 +181,16 @@ impl<S: SystemRef> HrSleeper<S> {
         let (r, old) = sleeper::poll(&self.sys.system().core.nohz.hr, &self.node, cx.waker());
         drop(old);
         r
+    }
+
+    /// Marks it fired without queuing it, if it is not queued: for a
+    /// future whose deadline had passed when it was first polled, which
+    /// completes at once (the kernel's `hrtimer_start()` of an expired
+    /// timer fires it at once). [`is_expired`](Self::is_expired) then
+    /// answers true until it is started again. A queued sleeper is left
+    /// as it is.
+    pub fn complete(self: Pin<&mut Self>) {
+        self.node.mark_fired_idle();
     }
 
     /// Takes it out of its base's queue; returns whether it was queued (a

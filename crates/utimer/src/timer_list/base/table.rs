@@ -248,6 +248,26 @@ impl Bases {
         home % self.workers
     }
 
+    /// The worker whose bases a timer armed now should go to, for timers
+    /// armed by threads that move between CPUs (an executor's tasks): as
+    /// [`current_worker`](Self::current_worker), except that on a table
+    /// whose workers are pinned it is the worker of the CPU the thread
+    /// runs on at this moment (one `sched_getcpu`, a few ns through
+    /// `rseq`), as the kernel queues on the local CPU's base. Two threads
+    /// that arm at the same time run on two CPUs, so they never share a
+    /// base.
+    #[inline]
+    pub(crate) fn local_worker(&self) -> usize {
+        if !self.cpu_worker.is_empty() && self.entered_worker().is_none() {
+            if let Some(&w) = self.cpu_worker.get(current_cpu()) {
+                if w != NO_WORKER {
+                    return w as usize;
+                }
+            }
+        }
+        self.current_worker()
+    }
+
     /// Binds this thread to `worker` (checked by the caller) until
     /// [`leave`](Self::leave) is given the returned binding.
     pub(crate) fn enter(&self, worker: usize) -> Binding {
