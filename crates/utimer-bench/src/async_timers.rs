@@ -61,6 +61,9 @@
 //!    completion − deadline. `lateness/early` counts completions before the
 //!    deadline (must be 0). futures-timer has no `sleep_until`: its `Delay`
 //!    gets the remaining duration, so its own deadline is at or after ours.
+//! 7. `lateness_200ms`, `lateness_10s` (µs; the 10 s one in full mode
+//!    only): 64 sleeps, then 64 timeouts, due that far away, joined at
+//!    once, utimer-async beside tokio (`far.rs`).
 //!
 //! `pending` and `expire` run one crate at a time (bounded memory) with
 //! fewer repetitions than the runner's default (each sample is a full fill).
@@ -79,6 +82,7 @@ use super::peers::tokio_alt;
 use super::plot::Chart;
 use super::{alloc, time, Contender, GroupDoc, Record, Runner, Sample, Schedule, XorShift};
 
+mod far;
 mod timeouts;
 
 const GROUP: &str = "async";
@@ -460,7 +464,13 @@ pub(crate) fn run(r: &mut Runner) {
     let wants_late = r.wants(GROUP, "lateness") || r.wants(GROUP, "lateness/early");
     let simple = ["create_poll_drop", "reset", expire_case.as_str()];
     let wants_timeouts = timeouts::wanted(r);
-    if !r.wants_group(GROUP, &simple) && !wants_pending && !wants_late && !wants_timeouts {
+    let wants_far = far::wanted(r);
+    if !r.wants_group(GROUP, &simple)
+        && !wants_pending
+        && !wants_late
+        && !wants_timeouts
+        && !wants_far
+    {
         return;
     }
     r.enter_group(
@@ -556,6 +566,7 @@ pub(crate) fn run(r: &mut Runner) {
         r.values(GROUP, "lateness", Chart::Percentiles, rows);
         r.values(GROUP, "lateness/early", Chart::Bars, early);
     }
+    far::run(r);
 }
 
 #[cfg(test)]
