@@ -244,7 +244,7 @@ pub(crate) fn run(r: &mut Runner) {
         GROUP,
         &format!(
             "this machine has {cpus} CPU(s): thread counts above {cpus} measure time-sharing; \
-             utimer-async's default runtime adds its own worker thread"
+             utimer-async's default runtime adds a worker thread per CPU"
         ),
     );
     // Start utimer-async's default runtime outside the measurements.
