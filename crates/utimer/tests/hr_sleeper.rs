@@ -137,6 +137,32 @@ fn restart_moves_it_and_cancel_takes_it_out() {
 }
 
 #[test]
+fn complete_marks_an_idle_sleeper_fired_and_leaves_a_queued_one() {
+    let (sys, clock) = manual(1);
+    let (count, waker) = counter();
+    let mut cx = Context::from_waker(&waker);
+    // Idle: fired at once, nothing queued, nobody woken.
+    let mut s = sleeper(&sys, TICK);
+    s.as_mut().complete();
+    assert!(s.is_expired() && !s.is_queued());
+    assert_eq!(s.as_mut().poll_expired(&mut cx), Poll::Ready(Ok(())));
+    assert_eq!((pending(&sys, 0), count.0.load(SeqCst)), (0, 0));
+    // Started again later: pending again, fires at its new expiry.
+    s.as_mut().start(3 * TICK, Some(&waker)).unwrap();
+    assert!(s.is_queued() && !s.is_expired());
+    // Queued: `complete` leaves it queued, to fire at its expiry.
+    s.as_mut().complete();
+    assert!(s.is_queued() && !s.is_expired());
+    clock.set(2);
+    sys.run_expired(0, 2).unwrap();
+    assert_eq!(count.0.load(SeqCst), 0, "completed early");
+    clock.set(3);
+    assert_eq!(sys.run_expired(0, 3).unwrap(), 1);
+    assert_eq!(count.0.load(SeqCst), 1);
+    assert!(s.is_expired());
+}
+
+#[test]
 fn an_expiry_the_base_already_passed_fires_at_once() {
     let (sys, clock) = manual(1);
     let (count, waker) = counter();
