@@ -215,7 +215,11 @@ impl Future for Sleep {
                     t.system_ref().ns_of(clock::to_real(d))
                 }
             };
-            if t.system_ref().ns_of(clock::to_real(clock::now())) >= at {
+            let passed = match deadline {
+                None => passed(t.system_ref(), at),
+                Some(d) => clock::now() >= d,
+            };
+            if passed {
                 t.complete();
                 return Poll::Ready(());
             }
@@ -233,6 +237,22 @@ impl Future for Sleep {
             Poll::Pending => Poll::Pending,
         }
     }
+}
+
+/// How far ahead of the coarse clock a deadline is surely not passed yet:
+/// the coarse clock trails the precise one by at most a kernel tick (10 ms
+/// at the lowest `HZ`, 100). Wrong only in the safe direction: a deadline
+/// taken for not passed is queued, and fires at once.
+const COARSE_LAG: u64 = 20_000_000;
+
+/// Whether the deadline at `at` ns has passed: the coarse clock (a few
+/// ns, no hardware read) decides for deadlines it shows passed and for
+/// those more than [`COARSE_LAG`] ahead of it, which is nearly every
+/// timeout and sleep; the precise clock decides the rest.
+#[inline]
+fn passed(handle: &Handle, at: u64) -> bool {
+    let coarse = handle.system().clock_ns_coarse(ClockId::Monotonic);
+    coarse >= at || (at - coarse <= COARSE_LAG && handle.ns_of(StdInstant::now()) >= at)
 }
 
 impl Sleep {

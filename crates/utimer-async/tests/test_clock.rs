@@ -356,3 +356,30 @@ fn an_hour_of_timeouts_intervals_and_retries_runs_fast_and_the_same_every_time()
         );
     }
 }
+
+#[test]
+fn pausing_again_after_resume_carries_the_advanced_time_on() {
+    futures::executor::block_on(async {
+        let start = Instant::now();
+        time::pause();
+        time::advance(Duration::from_secs(10)).await;
+        time::resume();
+        assert!(Instant::now() - start >= Duration::from_secs(10));
+        time::pause();
+        time::advance(Duration::from_secs(10)).await;
+        let total = Instant::now() - start;
+        assert!(
+            total >= Duration::from_secs(20) && total < Duration::from_secs(21),
+            "{total:?}"
+        );
+        // Pausing in a task (not the executor's root future) pauses the
+        // thread's clock just the same.
+        time::resume();
+    });
+    on_tokio(|| async {
+        tokio::spawn(async { time::pause() }).await.unwrap();
+        let t = Instant::now();
+        time::sleep(HOUR).await;
+        assert_eq!(t.elapsed(), HOUR);
+    });
+}

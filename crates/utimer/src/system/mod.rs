@@ -226,6 +226,16 @@ impl TimerSystem {
         self.core.bases.ticks.now_ns(clock)
     }
 
+    /// [`clock_ns`](Self::clock_ns) read cheaply: the kernel's coarse
+    /// clock (`CLOCK_MONOTONIC_COARSE`, `CLOCK_REALTIME_COARSE`), never
+    /// ahead of `clock_ns` and at most one kernel tick behind it, for "has
+    /// this expiry passed?" checks that may answer "not yet" a little
+    /// late but never "yes" early (`ktime_get_coarse()`). `BOOTTIME` reads
+    /// precisely.
+    pub fn clock_ns_coarse(&self, clock: ClockId) -> u64 {
+        self.core.bases.ticks.now_ns_coarse(clock)
+    }
+
     /// The wall clock was set: wakes every sleeping worker that has
     /// `REALTIME` hrtimers, so that it recomputes its sleep from the new
     /// offset and they fire at the new wall time (the kernel's

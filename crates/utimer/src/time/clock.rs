@@ -190,6 +190,24 @@ impl TickSource {
         }
     }
 
+    /// [`now_ns`](Self::now_ns) from the kernel's coarse clock where it
+    /// has one (`CLOCK_MONOTONIC_COARSE`, `CLOCK_REALTIME_COARSE`: no
+    /// hardware read, the time of the last tick), so never ahead of
+    /// `now_ns` and at most a tick behind it; `CLOCK_BOOTTIME` has no
+    /// coarse form and reads precisely. A manual clock answers as
+    /// `now_ns`.
+    #[inline]
+    pub(crate) fn now_ns_coarse(&self, id: ClockId) -> u64 {
+        match &self.clock.kind {
+            Kind::Monotonic => monotonic_ns(match id {
+                ClockId::Monotonic => libc::CLOCK_MONOTONIC_COARSE,
+                ClockId::Realtime => libc::CLOCK_REALTIME_COARSE,
+                ClockId::Boottime => libc::CLOCK_BOOTTIME,
+            }),
+            Kind::Manual(_) => self.now_ns(id),
+        }
+    }
+
     /// The instant at which the monotonic clock reads `ns` (`None` for a
     /// manual clock, or beyond `Instant`'s range).
     pub(crate) fn instant_of_ns(&self, ns: u64) -> Option<Instant> {
