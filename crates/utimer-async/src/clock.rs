@@ -232,7 +232,9 @@ pub(crate) fn now() -> StdInstant {
 pub(crate) fn to_real(t: StdInstant) -> StdInstant {
     let Some(c) = current() else { return t };
     let st = c.touch();
-    // While paused, real timers are not armed; map as at the pause.
+    // While paused no real timer waits on this mapping (a sleep that
+    // leaves the paused clock converts its deadline again when it is
+    // next polled), so the identity serves.
     let since = st.unfrozen.unwrap_or(st.base);
     match t.checked_duration_since(st.base) {
         Some(after) => since.checked_add(after).unwrap_or(t),
