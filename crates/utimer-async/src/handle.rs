@@ -63,9 +63,9 @@ impl std::error::Error for AlreadyStarted {}
 /// manual clock's reading at the handle's creation to that `Instant`: an
 /// `Instant` then stands for the manual time it would be had the manual
 /// clock run in real time since, and deadlines are reached by advancing
-/// the manual clock (checks against `Instant::now()` — an already passed
-/// deadline at the first poll, a missed interval tick — still read the
-/// real clock).
+/// the manual clock (a first poll asks the manual clock whether a deadline
+/// more than 20 ms ahead of it has passed, and the real clock about the
+/// nearer ones; a missed interval tick is judged by the real clock).
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Anchor {
     instant: std::time::Instant,

@@ -190,12 +190,11 @@ impl Future for Sleep {
     /// # Panics
     /// If the timer system refuses timers (it has shut down).
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if clock::ever_paused() {
+        // In a process where no clock was ever paused: one relaxed load.
+        let deadline = if clock::ever_paused() {
             if let Some(clock) = clock::paused() {
                 return self.poll_paused(&clock, cx);
             }
-        }
-        let deadline = if clock::ever_paused() {
             Some(self.clock_deadline())
         } else {
             None
