@@ -35,7 +35,7 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 ///   expiry, which is the deadline converted to `CLOCK_MONOTONIC`
 ///   nanoseconds, rounded later, never earlier.
 /// * It is its own timer: a [`utimer::HrSleeper`] (links, expiry and
-///   waker, 64 bytes with the handle; 72 with the test clock's pointer,
+///   waker, 72 bytes with the handle; 80 with the test clock's pointer,
 ///   where tokio's `Sleep` is 112) that its first poll queues on the
 ///   worker of the CPU it runs on, whose thread wakes the task. Nothing is
 ///   allocated (but see the test clock below): not when it is created,
@@ -135,7 +135,10 @@ impl Sleep {
     /// the future has completed: it is pending again until the new
     /// deadline (`tokio::time::Sleep::reset`, the kernel's
     /// `hrtimer_start()` on a queued timer). Moves the same timer in its
-    /// queue: no allocation, no clock read. A deadline at or before one
+    /// queue: no allocation, no clock read; a move to a later deadline
+    /// takes no lock either (the timer keeps its place, and is queued
+    /// again for the new deadline when the old one comes, as tokio's
+    /// `reset` does). A deadline at or before one
     /// that already fired completes at once; a task waiting on it is woken
     /// if the new deadline has passed.
     ///

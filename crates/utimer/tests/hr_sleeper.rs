@@ -57,7 +57,7 @@ fn fires_at_its_expiry_never_before_and_wakes_once() {
     let (sys, clock) = manual(1);
     let (count, waker) = counter();
     let mut s = sleeper(&sys, 5 * TICK + 1);
-    assert_eq!(std::mem::size_of::<HrSleeper<Arc<TimerSystem>>>(), 64);
+    assert_eq!(std::mem::size_of::<HrSleeper<Arc<TimerSystem>>>(), 72);
     assert!(!s.is_queued() && !s.is_expired());
     s.as_mut().start(5 * TICK + 1, Some(&waker)).unwrap();
     assert!(s.is_queued());
@@ -116,24 +116,98 @@ fn restart_moves_it_and_cancel_takes_it_out() {
     let mut a = sleeper(&sys, 0);
     let mut b = sleeper(&sys, 0);
     a.as_mut().start(3 * TICK, Some(&waker)).unwrap();
-    b.as_mut().start(4 * TICK, Some(&waker)).unwrap();
-    // Later, then earlier than b.
+    b.as_mut().start(8 * TICK, Some(&waker)).unwrap();
+    // Later (it keeps its place: the run at tick 3 re-keys it), then
+    // earlier than b.
     a.as_mut().start(10 * TICK, None).unwrap();
     assert_eq!(a.expires(), 10 * TICK);
-    assert_eq!(sys.next_expiry(0).unwrap(), Some(4));
-    a.as_mut().set_expires(2 * TICK).unwrap();
-    assert_eq!(sys.next_expiry(0).unwrap(), Some(2));
+    assert_eq!(sys.next_expiry(0).unwrap(), Some(3));
+    clock.set(3);
+    assert_eq!(
+        sys.run_expired(0, 3).unwrap(),
+        0,
+        "fired before its new expiry"
+    );
+    assert_eq!(sys.next_expiry(0).unwrap(), Some(8));
+    a.as_mut().set_expires(5 * TICK).unwrap();
+    assert_eq!(sys.next_expiry(0).unwrap(), Some(5));
     assert!(b.as_mut().cancel());
     assert!(!b.as_mut().cancel(), "cancel of an idle sleeper");
     assert_eq!(pending(&sys, 0), 1);
-    clock.set(4);
-    assert_eq!(sys.run_expired(0, 4).unwrap(), 1);
+    assert_eq!(count.0.load(SeqCst), 0);
+    clock.set(8);
+    assert_eq!(sys.run_expired(0, 8).unwrap(), 1);
     assert_eq!(count.0.load(SeqCst), 1);
     assert!(a.is_expired() && !b.is_expired());
     // A fired sleeper: cancel changes nothing, set_expires keeps it fired.
     assert!(!a.as_mut().cancel());
     a.as_mut().set_expires(TICK).unwrap();
     assert!(a.is_expired());
+}
+
+/// A queued sleeper moved later keeps its place in the queue (no lock);
+/// the run that reaches its old expiry queues it again for the new one,
+/// and a later earlier move (which must take the lock) still counts.
+#[test]
+fn a_later_restart_never_fires_at_the_old_expiry() {
+    let (sys, clock) = manual(1);
+    let (count, waker) = counter();
+    let mut cx = Context::from_waker(&waker);
+    let mut s = sleeper(&sys, 0);
+    s.as_mut().start(3 * TICK, Some(&waker)).unwrap();
+    s.as_mut().start(10 * TICK, None).unwrap();
+    s.as_mut().start(12 * TICK, Some(&waker)).unwrap();
+    assert_eq!(s.expires(), 12 * TICK);
+    for tick in [3, 5, 11] {
+        clock.set(tick);
+        assert_eq!(sys.run_expired(0, tick).unwrap(), 0, "fired at tick {tick}");
+        assert!(s.is_queued() && !s.is_expired());
+        assert!(s.as_mut().poll_expired(&mut cx).is_pending());
+    }
+    assert_eq!(
+        sys.next_expiry(0).unwrap(),
+        Some(12),
+        "re-keyed to its expiry"
+    );
+    // Earlier than its key now, then later again.
+    s.as_mut().start(11 * TICK + 1, None).unwrap();
+    assert_eq!(sys.next_expiry(0).unwrap(), Some(12));
+    s.as_mut().start(20 * TICK, None).unwrap();
+    s.as_mut().start(15 * TICK, None).unwrap();
+    for tick in [12, 14] {
+        clock.set(tick);
+        assert_eq!(sys.run_expired(0, tick).unwrap(), 0, "fired at tick {tick}");
+    }
+    assert_eq!(count.0.load(SeqCst), 0);
+    clock.set(15);
+    assert_eq!(sys.run_expired(0, 15).unwrap(), 1);
+    assert_eq!(count.0.load(SeqCst), 1);
+    assert_eq!(s.as_mut().poll_expired(&mut cx), Poll::Ready(Ok(())));
+    assert_eq!(pending(&sys, 0), 0);
+}
+
+/// A fire takes the waker: a sleeper started again without one has none,
+/// so a poll with the waker it had before must install it again (not take
+/// it for the one installed), or the next fire would wake nobody.
+#[test]
+fn a_poll_after_a_fire_installs_its_waker_again() {
+    let (sys, clock) = manual(1);
+    let (count, waker) = counter();
+    let mut cx = Context::from_waker(&waker);
+    let mut s = sleeper(&sys, 0);
+    s.as_mut().start(TICK, Some(&waker)).unwrap();
+    clock.set(1);
+    assert_eq!(sys.run_expired(0, 1).unwrap(), 1);
+    assert_eq!(count.0.load(SeqCst), 1);
+    s.as_mut().start(3 * TICK, None).unwrap();
+    assert!(s.as_mut().poll_expired(&mut cx).is_pending());
+    clock.set(3);
+    assert_eq!(sys.run_expired(0, 3).unwrap(), 1);
+    assert_eq!(
+        count.0.load(SeqCst),
+        2,
+        "the poll's waker was not installed"
+    );
 }
 
 #[test]

@@ -119,7 +119,56 @@ fn restart_races_the_expiry_run() {
         assert!(s.is_queued(), "the restart queues it whatever the order");
         assert_eq!(s.expires(), 1_000_000_000);
         assert_eq!(sys.metrics().hr_stats(0).unwrap().pending, 1);
+        // Whichever won, nothing fires before the new expiry (a lost
+        // extension would leave it keyed at 1, or fired with no restart).
+        clock.set(2);
+        assert_eq!(sys.run_expired(0, 2).unwrap(), 0);
+        assert!(s.is_queued());
+        assert_eq!(count.0.load(SeqCst), ran);
         drop(s);
         assert_eq!(sys.metrics().hr_stats(0).unwrap().pending, 0);
+    });
+}
+
+/// The owner moves the sleeper later without the lock while the run
+/// reaches its old expiry (the Dekker pair of `try_extend` and
+/// `take_due`): it never fires for the old expiry once the move returned,
+/// whichever order, and it fires for the new one.
+#[test]
+fn extend_races_the_expiry_run() {
+    model(|| {
+        let (sys, clock) = system();
+        let (count, waker) = counter();
+        let mut s = queued(&sys, &clock, &waker);
+        let expirer = spawn_expirer(&sys);
+        // 5 ms: tick 5 of the default 1 ms tick.
+        s.as_mut().start(5_000_000, None).unwrap();
+        let ran = expirer.join().unwrap();
+        assert_eq!(count.0.load(SeqCst), ran);
+        assert!(s.is_queued(), "queued for 5 ms whatever the order");
+        assert_eq!(s.expires(), 5_000_000);
+        clock.set(4);
+        assert_eq!(sys.run_expired(0, 4).unwrap(), 0, "fired before 5 ms");
+        clock.set(5);
+        assert_eq!(sys.run_expired(0, 5).unwrap(), 1);
+        assert!(s.is_expired());
+    });
+}
+
+/// The owner polls with the waker already installed (no lock) while the
+/// run fires: either the poll sees the fire or the run wakes that waker.
+#[test]
+fn poll_with_the_same_waker_races_the_expiry_run() {
+    model(|| {
+        let (sys, clock) = system();
+        let (count, waker) = counter();
+        let mut s = queued(&sys, &clock, &waker);
+        let expirer = spawn_expirer(&sys);
+        let r = s.as_mut().poll_expired(&mut Context::from_waker(&waker));
+        assert_eq!(expirer.join().unwrap(), 1);
+        assert_eq!(count.0.load(SeqCst), 1, "woken once, whichever order");
+        if r.is_ready() {
+            assert!(s.is_expired());
+        }
     });
 }

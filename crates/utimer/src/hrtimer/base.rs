@@ -5,7 +5,11 @@
 //! # Ground rules: who may touch what
 //!
 //! * The queue, `expiring`, `waiters`, `closed` and the counters live in
-//!   [`HrInner`], behind the base's mutex.
+//!   [`HrInner`], behind the base's lock: a [`SpinLock`] (an exchange to
+//!   take, a plain store to release), as the kernel's `raw_spinlock_t` in
+//!   `hrtimer_cpu_base`. Nothing under it sleeps, runs a callback or wakes
+//!   a thread: callbacks run with the lock dropped, wakers are woken and
+//!   replaced ones dropped after it, the worker is woken after it.
 //! * `running` names the entry whose callback the base's expiry run is
 //!   running, outside the lock; it is written under the lock.
 //!   `callback_seq` is the futex word that `cancel` sleeps on until that
@@ -40,7 +44,7 @@ use super::sleeper::Pairing;
 use super::HrTable;
 use crate::sync::state::{DEAD, OFFLINE, SHUTDOWN};
 use crate::sync::summary::NextSummary;
-use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, Mutex, MutexGuard};
+use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, SpinLock, UnsafeCell};
 use crate::time::ClockId;
 use crate::TimerError;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -102,7 +106,9 @@ pub(crate) struct HrBase {
     /// `worker * CLOCKS + clock`.
     pub(crate) index: u32,
     pub(crate) clock: ClockId,
-    inner: Mutex<HrInner>,
+    /// Protects `inner`.
+    lock: SpinLock,
+    inner: UnsafeCell<HrInner>,
     /// The entry whose callback runs now, or null.
     pub(crate) running: AtomicPtr<()>,
     /// Bumped when a callback returns while someone waits for it.
@@ -122,7 +128,8 @@ pub(crate) struct HrBase {
 }
 
 // SAFETY: `summary` points to an atomic that the table holding this base
-// keeps alive (`HrTable::summaries`); everything else is Sync.
+// keeps alive (`HrTable::summaries`); `inner` is only reached through an
+// `HrGuard`, which holds `lock`; everything else is Sync.
 unsafe impl Sync for HrBase {}
 // SAFETY: as above.
 unsafe impl Send for HrBase {}
@@ -131,29 +138,31 @@ unsafe impl Send for HrBase {}
 /// expiry mirrors when dropped.
 pub(crate) struct HrGuard<'a> {
     base: &'a HrBase,
-    inner: MutexGuard<'a, HrInner>,
 }
 
 impl std::ops::Deref for HrGuard<'_> {
     type Target = HrInner;
-    #[inline]
+    #[inline(always)]
     fn deref(&self) -> &HrInner {
-        &self.inner
+        // SAFETY: the guard exists only while `lock` is held.
+        self.base.inner.with(|p| unsafe { &*p })
     }
 }
 
 impl std::ops::DerefMut for HrGuard<'_> {
-    #[inline]
+    #[inline(always)]
     fn deref_mut(&mut self) -> &mut HrInner {
-        &mut self.inner
+        // SAFETY: the guard exists only while `lock` is held, and `&mut
+        // self` makes this the only reference derived from it.
+        self.base.inner.with_mut(|p| unsafe { &mut *p })
     }
 }
 
 impl Drop for HrGuard<'_> {
-    /// Publishes the queue's first entry before the lock is released.
+    /// Publishes the queue's first entry, then releases the lock.
     #[inline]
     fn drop(&mut self) {
-        let (soft, hard) = self.inner.first();
+        let (soft, hard) = (**self).first();
         let b = self.base;
         if b.first_soft.load(Relaxed) != soft {
             b.first_soft.store(soft, Release);
@@ -163,6 +172,7 @@ impl Drop for HrGuard<'_> {
             // SAFETY: see `HrBase::summary`.
             unsafe { &*b.summary }.invalidate();
         }
+        b.lock.unlock();
     }
 }
 
@@ -172,7 +182,8 @@ impl HrBase {
         HrBase {
             index,
             clock,
-            inner: Mutex::new(HrInner {
+            lock: SpinLock::new(),
+            inner: UnsafeCell::new(HrInner {
                 queue: Queue::new(),
                 sleepers: Pairing::new(),
                 expiring: false,
@@ -192,14 +203,12 @@ impl HrBase {
         }
     }
 
-    /// Takes the base lock. Nothing under it panics, so poisoning is
-    /// ignored.
+    /// Takes the base lock (`raw_spin_lock_irqsave(&cpu_base->lock)`).
+    /// Not reentrant: a thread holds at most one hrtimer base lock.
     #[inline]
     pub(crate) fn lock(&self) -> HrGuard<'_> {
-        HrGuard {
-            base: self,
-            inner: self.inner.lock().unwrap_or_else(|e| e.into_inner()),
-        }
+        self.lock.lock();
+        HrGuard { base: self }
     }
 
     /// The worker the base belongs to.

@@ -36,7 +36,7 @@
 //! task, embedded in the pinned future that waits
 //! ([`HrSleeper`](crate::HrSleeper), under utimer-async's `Sleep`), linked
 //! in an intrusive pairing heap (`sleeper/pairing.rs`). They allocate
-//! nothing, cost 64 bytes each, and their fire is a waker taken under the
+//! nothing, cost 72 bytes each, and their fire is a waker taken under the
 //! lock and woken after it, so their drop never waits. The two queues share
 //! the base's lock, mirrors, idle computation and hot-plug; an expiry run
 //! wakes due sleepers first, then runs due timers.

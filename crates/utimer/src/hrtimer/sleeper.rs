@@ -5,11 +5,12 @@
 //! An [`HrTimer`](crate::HrTimer) is an `Arc`'d entry with a callback: one
 //! allocation per timer and a slot in its base's heap. A future that
 //! sleeps needs neither: all its "callback" does is wake a task. A
-//! sleeper is a [`SleeperNode`] inside the pinned future itself (56 bytes:
-//! three links, the expiry, the waker, a state word and the base's index),
-//! queued in its base's [`Pairing`] heap, so arming, firing and dropping
-//! allocate nothing and a pending sleep costs its own size and nothing
-//! else, as the kernel's on-stack `hrtimer_sleeper` in `nanosleep` does.
+//! sleeper is a [`SleeperNode`] inside the pinned future itself (64 bytes:
+//! three links, the key and the deadline, the waker, a state word and the
+//! base's index), queued in its base's [`Pairing`] heap, so arming, firing
+//! and dropping allocate nothing and a pending sleep costs its own size
+//! and nothing else, as the kernel's on-stack `hrtimer_sleeper` in
+//! `nanosleep` does.
 //!
 //! # Ground rules: who may touch what
 //!
@@ -22,17 +23,30 @@
 //!   base named in `base`, only while the node is queued.
 //! * `waker`: under that lock while queued (the expiry run takes it);
 //!   the owner's alone otherwise.
-//! * `expires` is written only by the owner, under the lock while queued;
-//!   the heap reads it under the lock. The owner may read it at any time.
-//! * `state` ([`IDLE`], [`QUEUED`], [`FIRED`], [`DEAD`]) is written under
-//!   the lock: `QUEUED` and `IDLE` by the owner's start and cancel,
-//!   `FIRED` by the expiry run, `DEAD` by shutdown. **A node that is not
-//!   `QUEUED` is touched by nobody but its owner**: the run, hot-plug and
-//!   shutdown reach it only through the heap, and the store that takes it
-//!   out of `QUEUED` (Release) is their last access to it. So an owner that
-//!   reads a state other than `QUEUED` (Acquire) may use, drop or free the
-//!   node without a lock, and one that reads `QUEUED` takes the lock and
-//!   reads again.
+//! * `expires` is the heap's key: written by the owner's start (under the
+//!   lock while queued) and by the expiry run when it moves the node
+//!   (below); the heap reads it under the lock.
+//! * `deadline` is the expiry the owner wants, never earlier than
+//!   `expires` while the node is queued. The owner writes it: with
+//!   `expires` in a start, or alone, without the lock, to move a queued
+//!   node later ([`try_extend`]). The expiry run reads it.
+//! * `state` ([`IDLE`], [`QUEUED`], [`FIRED`], [`DEAD`], and the flag
+//!   [`MOVED`] on `QUEUED`) is written under the lock: `QUEUED` and `IDLE`
+//!   by the owner's start and cancel, `MOVED`, `FIRED` by the expiry run,
+//!   `DEAD` by shutdown. **A node that is not queued is touched by nobody
+//!   but its owner**: the run, hot-plug and shutdown reach it only through
+//!   the heap, and the store that takes it out of `QUEUED` (Release) is
+//!   their last access to it. So an owner that reads a state that is not
+//!   queued (Acquire) may use, drop or free the node without a lock, and
+//!   one that reads a queued state takes the lock and reads again (but for
+//!   the two lock-free paths below).
+//! * The waker is kept as its two raw parts, each an atomic (`waker_data`,
+//!   `waker_vtable`; a null vtable for none), so that its owner can compare
+//!   it with a new one without the lock (below). Both are written under
+//!   the lock while the node is queued (the owner installs a waker, the
+//!   run or shutdown takes it: vtable first, then data with Release), or
+//!   by the owner alone otherwise. The parts are those of a `Waker` the
+//!   node owns: installing one forgets it, taking one rebuilds it.
 //! * `base` is the base's index ([`UNBOUND`] and the clock until the first
 //!   start binds it to the starting thread's worker). The owner changes it
 //!   while the node is not queued; hot-plug changes it while moving queued
@@ -46,6 +60,43 @@
 //! under the lock, before its memory goes (`Pin`'s drop guarantee: pinned
 //! memory is not reused before `drop` runs). So every pointer in a heap
 //! names a live node.
+//!
+//! # Two paths without the lock
+//!
+//! Most sleeps and timeouts are polled again while pending (their task
+//! woke for something else) or moved later (an idle timeout pushed back by
+//! each request) long before they fire: tokio serves both without its
+//! driver lock, and so do these.
+//!
+//! * **A poll with the same waker** ([`poll`]): a queued node whose waker
+//!   has the new waker's parts (what `Waker::will_wake` compares) needs no
+//!   change; the poll answers pending without the lock. The owner reads
+//!   the data part (Acquire), then the vtable: a take racing it shows
+//!   both parts, or a null vtable (no match, so the poll takes the lock),
+//!   never the new data with the old vtable. If the take is under way, the
+//!   run wakes a waker that wakes the same task.
+//! * **A move to a later expiry** ([`try_extend`]): the owner writes only
+//!   `deadline`, and the node stays where it is in the heap. When its key
+//!   comes due, the run reads `deadline`: passed, it fires; not yet, it
+//!   re-keys the node to it and queues it again (tokio's
+//!   `extend_expiration`, the kernel's `hrtimer_forward()` done by the
+//!   run). The race is a Dekker pair, with a `SeqCst` fence on each side:
+//!
+//! ```text
+//!   owner (try_extend)                 expiry run (take_due), lock held
+//!   ------------------                 --------------------------------
+//!   deadline = D          (relaxed)    pop the node (key <= now)
+//!   fence(SeqCst)                      state = QUEUED|MOVED  (relaxed)
+//!   s = state             (relaxed)    fence(SeqCst)
+//!   s == QUEUED: done                  d = deadline          (relaxed)
+//!   else: start() under the lock       d <= now: fire; else key = d, requeue
+//! ```
+//!
+//! Either the owner reads `MOVED` (or `FIRED`), and takes the lock, which
+//! waits for the run and then starts the node afresh; or the run reads
+//! `D`. Never both miss. `MOVED` stays until the owner's next start: a
+//! node the run re-keyed has a key the owner did not write, so its later
+//! moves take the lock. The run pays one fence per batch of nodes.
 //!
 //! # Waking
 //!
@@ -63,12 +114,13 @@ use super::base::{lock_base_word, wake_for, HrGuard, ONLINE};
 use super::entry::MIGRATING_WORKER;
 use super::HrTable;
 use crate::sync::state as closed;
-use crate::sync::{AtomicU32, AtomicU64, UnsafeCell};
+use crate::sync::{fence, AtomicPtr, AtomicU32, AtomicU64, UnsafeCell};
 use crate::time::ClockId;
 use crate::TimerError;
 use std::ptr::{self, NonNull};
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-use std::task::{Poll, Waker};
+use std::task::{Poll, RawWakerVTable, Waker};
 
 mod pairing;
 pub(crate) use pairing::Pairing;
@@ -81,6 +133,24 @@ pub(crate) const QUEUED: u32 = 1;
 pub(crate) const FIRED: u32 = 2;
 /// `state`: the system shut down while it was queued.
 pub(crate) const DEAD: u32 = 3;
+/// `state` flag, only with [`QUEUED`]: the expiry run has read (or is
+/// reading) the node's `deadline` and may have re-keyed it.
+pub(crate) const MOVED: u32 = 4;
+
+/// Whether `state` is [`QUEUED`], with or without [`MOVED`].
+#[inline(always)]
+pub(crate) fn is_queued(state: u32) -> bool {
+    state & !MOVED == QUEUED
+}
+
+/// A waker's raw parts, what `Waker::will_wake` compares.
+#[inline(always)]
+fn parts(w: &Waker) -> (*mut (), *mut RawWakerVTable) {
+    (
+        w.data().cast_mut(),
+        (w.vtable() as *const RawWakerVTable).cast_mut(),
+    )
+}
 
 /// Flag of `base`: not bound to a worker yet; the low bits are the clock.
 pub(crate) const UNBOUND: u32 = 1 << 30;
@@ -97,8 +167,14 @@ pub(crate) struct Links {
 /// A sleeper's timer. See the module docs for who may touch which field.
 pub(crate) struct SleeperNode {
     pub(crate) links: UnsafeCell<Links>,
-    waker: UnsafeCell<Option<Waker>>,
+    /// The waker's data pointer (module docs).
+    waker_data: AtomicPtr<()>,
+    /// The waker's vtable; null: no waker.
+    waker_vtable: AtomicPtr<RawWakerVTable>,
+    /// The heap's key.
     pub(crate) expires: AtomicU64,
+    /// The expiry the owner wants, `>= expires` while queued.
+    deadline: AtomicU64,
     state: AtomicU32,
     base: AtomicU32,
 }
@@ -119,8 +195,10 @@ impl SleeperNode {
                 child: ptr::null_mut(),
                 next: ptr::null_mut(),
             }),
-            waker: UnsafeCell::new(None),
+            waker_data: AtomicPtr::new(ptr::null_mut()),
+            waker_vtable: AtomicPtr::new(ptr::null_mut()),
             expires: AtomicU64::new(expires),
+            deadline: AtomicU64::new(expires),
             state: AtomicU32::new(IDLE),
             base: AtomicU32::new(UNBOUND | clock as u32),
         }
@@ -138,11 +216,19 @@ impl SleeperNode {
         ClockId::ALL[b as usize % super::CLOCKS]
     }
 
+    /// The expiry the owner set: what the node fires for (its heap key
+    /// may be earlier, until the run re-keys it).
+    #[inline]
+    pub(crate) fn deadline(&self) -> u64 {
+        self.deadline.load(Relaxed)
+    }
+
     /// The owner sets the expiry of a node that is not queued.
     #[inline]
     pub(crate) fn set_expires_idle(&self, expires: u64) {
-        debug_assert_ne!(self.state.load(Relaxed), QUEUED);
+        debug_assert!(!is_queued(self.state.load(Relaxed)));
         self.expires.store(expires, Relaxed);
+        self.deadline.store(expires, Relaxed);
     }
 
     /// Marks a node that is not queued as fired, without queuing it (a
@@ -150,25 +236,66 @@ impl SleeperNode {
     /// owner alone touches a node that is not queued; a queued one is left
     /// alone.
     pub(crate) fn mark_fired_idle(&self) {
-        if self.state.load(Acquire) != QUEUED {
+        if !is_queued(self.state.load(Acquire)) {
             self.state.store(FIRED, Release);
         }
     }
 
-    /// Takes the waker out. The caller holds the base lock of a queued
-    /// node, or owns a node that is not queued.
+    /// Whether the node's waker wakes what `w` wakes (`will_wake`),
+    /// without the lock: the owner's check (module docs).
+    #[inline]
+    fn holds(&self, w: &Waker) -> bool {
+        let (d, v) = parts(w);
+        self.waker_data.load(Acquire) == d && self.waker_vtable.load(Relaxed) == v
+    }
+
+    /// Installs a clone of `w` unless the node's waker wakes the same
+    /// task; returns the one replaced.
+    ///
+    /// # Safety
+    /// The caller holds the base lock of a queued node, or owns a node
+    /// that is not queued.
+    #[inline]
+    unsafe fn install_waker(&self, w: &Waker) -> Option<Waker> {
+        if self.holds(w) {
+            return None;
+        }
+        // SAFETY: the caller's contract.
+        let old = unsafe { self.take_waker() };
+        let (d, v) = parts(&std::mem::ManuallyDrop::new(w.clone()));
+        self.waker_data.store(d, Relaxed);
+        self.waker_vtable.store(v, Relaxed);
+        old
+    }
+
+    /// Takes the waker out.
+    ///
+    /// # Safety
+    /// The caller holds the base lock of a queued node, or owns a node
+    /// that is not queued.
     #[inline]
     unsafe fn take_waker(&self) -> Option<Waker> {
-        // SAFETY: the caller has the access the module docs require.
-        self.waker.with_mut(|w| unsafe { (*w).take() })
+        let v = self.waker_vtable.load(Relaxed);
+        if v.is_null() {
+            return None;
+        }
+        let d = self.waker_data.load(Relaxed);
+        self.waker_vtable.store(ptr::null_mut(), Relaxed);
+        self.waker_data.store(ptr::null_mut(), Release);
+        // SAFETY: the parts are those of a waker the node owns (forgotten
+        // by `install_waker`), taken once: the vtable is cleared above,
+        // and the caller's contract excludes a concurrent take.
+        Some(unsafe { Waker::new(d, &*v) })
     }
 }
 
 impl Drop for SleeperNode {
-    /// Drops the waker through the cell, so that loom sees the owner's
-    /// last access (a run still touching the node would race with it).
+    /// Drops the waker, and touches the links' cell, so that loom sees
+    /// the owner's last access (a run still touching the node would race
+    /// with it).
     fn drop(&mut self) {
-        debug_assert_ne!(self.state.load(Relaxed), QUEUED, "dropped while queued");
+        debug_assert!(!is_queued(self.state.load(Relaxed)), "dropped while queued");
+        self.links.with_mut(|_| ());
         // SAFETY: `&mut self`: not queued (the owner's drop cancelled it),
         // so nobody else can reach the node.
         drop(unsafe { self.take_waker() });
@@ -226,7 +353,7 @@ pub(crate) unsafe fn start(
         }
         // Hot-plug moved every queued node off this base: this one is
         // not queued, and only its owner reads `base`.
-        debug_assert_ne!(node.state.load(Relaxed), QUEUED);
+        debug_assert!(!is_queued(node.state.load(Relaxed)));
         let target = table.index(to as usize, base.clock);
         node.base.store(target as u32, Release);
         drop(g);
@@ -234,17 +361,16 @@ pub(crate) unsafe fn start(
         g = base.lock();
     }
     let p = NonNull::from(node);
-    if node.state.load(Relaxed) == QUEUED {
+    if is_queued(node.state.load(Relaxed)) {
         // SAFETY: queued on this base, whose lock is held.
         unsafe { g.sleepers.remove(p) };
     }
     node.expires.store(expires, Relaxed);
+    node.deadline.store(expires, Relaxed);
     let mut left = Leftover::default();
     if let Some(w) = waker {
         // SAFETY: the lock is held, and the node is in no heap right now.
-        left.replaced = node
-            .waker
-            .with_mut(|slot| unsafe { replace_waker(&mut *slot, w) });
+        left.replaced = unsafe { node.install_waker(w) };
     }
     super::trace::hrtimer_start(
         p.as_ptr().addr(),
@@ -267,13 +393,24 @@ pub(crate) unsafe fn start(
     Ok((wake, left))
 }
 
-/// Installs `w` unless the slot's waker wakes the same task; returns the
-/// one replaced.
-fn replace_waker(slot: &mut Option<Waker>, w: &Waker) -> Option<Waker> {
-    match slot {
-        Some(old) if old.will_wake(w) => None,
-        _ => slot.replace(w.clone()),
+/// The owner moves a queued `node` to a later `expires` without the lock,
+/// if it can: the node must be queued by the owner's own start (not
+/// re-keyed by a run since), `expires` no earlier than its key, and
+/// `waker`, if given, the waker already installed. Returns whether it
+/// did; if not, the caller starts the node under the lock (which also
+/// sets `deadline` again). The module docs walk through the race with the
+/// expiry run.
+#[inline]
+pub(crate) fn try_extend(node: &SleeperNode, expires: u64, waker: Option<&Waker>) -> bool {
+    if node.state.load(Relaxed) != QUEUED
+        || waker.is_some_and(|w| !node.holds(w))
+        || expires < node.expires.load(Relaxed)
+    {
+        return false;
     }
+    node.deadline.store(expires, Relaxed);
+    fence(SeqCst);
+    node.state.load(Relaxed) == QUEUED
 }
 
 /// The owner polls `node`: ready once fired (`Err` if the system shut down
@@ -286,14 +423,15 @@ pub(crate) fn poll(
     waker: &Waker,
 ) -> (Poll<Result<(), TimerError>>, Option<Waker>) {
     let state = match node.state() {
-        QUEUED => {
+        // The waker in the node wakes the same task: nothing to change
+        // (module docs, "Two paths without the lock").
+        s if is_queued(s) && node.holds(waker) => return (Poll::Pending, None),
+        s if is_queued(s) => {
             let (_, g) = lock_base_word(table, &node.base);
             let state = node.state.load(Relaxed);
-            if state == QUEUED {
+            if is_queued(state) {
                 // SAFETY: queued, base lock held.
-                let old = node
-                    .waker
-                    .with_mut(|slot| unsafe { replace_waker(&mut *slot, waker) });
+                let old = unsafe { node.install_waker(waker) };
                 drop(g);
                 return (Poll::Pending, old);
             }
@@ -313,11 +451,11 @@ pub(crate) fn poll(
 /// `hrtimer_try_to_cancel()`, which for a sleeper never has a callback to
 /// wait for. Returns whether it was queued; a fired node stays fired.
 pub(crate) fn cancel(table: &HrTable, node: &SleeperNode) -> bool {
-    if node.state() != QUEUED {
+    if !is_queued(node.state()) {
         return false;
     }
     let (_, mut g) = lock_base_word(table, &node.base);
-    if node.state.load(Relaxed) != QUEUED {
+    if !is_queued(node.state.load(Relaxed)) {
         return false; // fired (or shut down) while we took the lock
     }
     // SAFETY: queued on this base, whose lock is held.
@@ -328,30 +466,61 @@ pub(crate) fn cancel(table: &HrTable, node: &SleeperNode) -> bool {
 }
 
 /// The expiry run: takes up to `out.len()` nodes due at `now` out of the
-/// heap, each marked `FIRED` with its waker moved to `out`. Returns how
-/// many. Wake them after the lock.
+/// heap, each marked `FIRED` with its waker moved to `out`. A node whose
+/// owner moved its deadline past `now` goes back into the heap, keyed by
+/// that deadline (module docs). Returns how many fired. Wake them after
+/// the lock.
 pub(crate) fn take_due(
     g: &mut HrGuard<'_>,
     worker: usize,
     now: u64,
     out: &mut [Option<Waker>],
 ) -> usize {
+    /// Nodes whose deadline one fence decides.
+    const CHUNK: usize = 32;
     let mut n = 0;
     while n < out.len() {
-        // SAFETY: base lock held (`g`).
-        let Some(p) = (unsafe { g.sleepers.pop_due(now) }) else {
+        let want = (out.len() - n).min(CHUNK);
+        let mut due = [ptr::null_mut::<SleeperNode>(); CHUNK];
+        let mut k = 0;
+        while k < want {
+            // SAFETY: base lock held (`g`).
+            let Some(p) = (unsafe { g.sleepers.pop_due(now) }) else {
+                break;
+            };
+            // SAFETY: a node in the heap is live (module docs), and still
+            // queued: the owner's drop waits for the lock.
+            unsafe { p.as_ref() }.state.store(QUEUED | MOVED, Relaxed);
+            due[k] = p.as_ptr();
+            k += 1;
+        }
+        if k == 0 {
             break;
-        };
-        // SAFETY: a node in the heap is live (module docs); it was queued
-        // and the lock is held. The state store is our last access.
-        let node = unsafe { p.as_ref() };
-        super::trace::hrtimer_expire_entry(p.as_ptr().addr(), worker, now);
-        // SAFETY: the node is still queued (FIRED is stored below) and the
-        // base lock is held: take_waker's contract.
-        out[n] = unsafe { node.take_waker() };
-        node.state.store(FIRED, Release);
-        super::trace::hrtimer_expire_exit(p.as_ptr().addr(), worker);
-        n += 1;
+        }
+        // The run's half of the Dekker pair with `try_extend`.
+        fence(SeqCst);
+        for &p in &due[..k] {
+            // SAFETY: popped above, still queued (the lock is held).
+            let node = unsafe { &*p };
+            let d = node.deadline.load(Relaxed);
+            if d > now {
+                node.expires.store(d, Relaxed);
+                // SAFETY: live, pinned, in no heap; the lock is held.
+                unsafe { g.sleepers.insert(NonNull::from(node)) };
+                continue;
+            }
+            super::trace::hrtimer_expire_entry(p.addr(), worker, now);
+            // SAFETY: the node is still queued (FIRED is stored below) and
+            // the base lock is held: take_waker's contract.
+            out[n] = unsafe { node.take_waker() };
+            // Our last access to the node.
+            node.state.store(FIRED, Release);
+            super::trace::hrtimer_expire_exit(p.addr(), worker);
+            n += 1;
+        }
+        if k < want {
+            break;
+        }
     }
     n
 }

@@ -90,12 +90,16 @@ macro_rules! shim_thread_local {
 pub(crate) use shim_thread_local as thread_local;
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+pub(crate) use std::sync::atomic::{
+    fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
+};
 #[cfg(not(loom))]
 pub(crate) use std::thread::yield_now;
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{
+    fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
+};
 #[cfg(loom)]
 pub(crate) use loom::thread::yield_now;
 

@@ -2,7 +2,7 @@
 //! memory of whoever waits (`hrtimer/sleeper.rs` has the protocol).
 
 use super::TimerSystem;
-use crate::hrtimer::sleeper::{self, SleeperNode, FIRED, QUEUED};
+use crate::hrtimer::sleeper::{self, SleeperNode, FIRED};
 use crate::time::ClockId;
 use crate::TimerError;
 use std::marker::PhantomPinned;
@@ -43,7 +43,7 @@ unsafe impl SystemRef for &'static TimerSystem {
 /// (`hrtimer_sleeper_start_expires()`, woken by `hrtimer_wakeup()`).
 ///
 /// Where an [`HrTimer`](crate::HrTimer) is an allocated entry with a
-/// callback, a sleeper is 56 bytes of links, expiry and [`Waker`] plus its
+/// callback, a sleeper is 64 bytes of links, expiry and [`Waker`] plus its
 /// [`SystemRef`], queued in its base's intrusive heap while it waits:
 /// starting, firing and dropping it allocate nothing. It must be pinned
 /// (`Box::pin`, `std::pin::pin!`, or a field of a pinned future) before it
@@ -94,13 +94,13 @@ impl<S: SystemRef> HrSleeper<S> {
     /// `hrtimer_get_expires()`).
     #[inline]
     pub fn expires(&self) -> u64 {
-        self.node.expires.load(std::sync::atomic::Ordering::Relaxed)
+        self.node.deadline()
     }
 
     /// Queued, waiting to fire (`hrtimer_is_queued()`).
     #[inline]
     pub fn is_queued(&self) -> bool {
-        self.node.state() == QUEUED
+        sleeper::is_queued(self.node.state())
     }
 
     /// It fired since it was last started (its waker was woken).
@@ -135,6 +135,12 @@ impl<S: SystemRef> HrSleeper<S> {
     /// woken before this returns. Another time already passed fires at the
     /// worker's next expiry run, which is woken for it.
     ///
+    /// Moving a queued sleeper later, with no new waker (or the same one),
+    /// takes no lock and leaves it where it is in its queue: when the old
+    /// time comes, the expiry run finds the new one and queues it again
+    /// for it (tokio's `TimerEntry::reset` to a later deadline does the
+    /// same). It still never fires before `expires`.
+    ///
     /// # Errors
     /// [`TimerError::Shutdown`] if the system is shut down (nothing
     /// changed).
@@ -143,6 +149,9 @@ impl<S: SystemRef> HrSleeper<S> {
         expires: u64,
         waker: Option<&Waker>,
     ) -> Result<(), TimerError> {
+        if sleeper::try_extend(&self.node, expires, waker) {
+            return Ok(());
+        }
         let sys = self.sys.system();
         let bases = &sys.core.bases;
         // SAFETY: we own the node through `Pin<&mut Self>`, so it is pinned
