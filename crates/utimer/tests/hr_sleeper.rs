@@ -186,6 +186,28 @@ fn a_later_restart_never_fires_at_the_old_expiry() {
     assert_eq!(pending(&sys, 0), 0);
 }
 
+/// Hundreds of sleepers moved later, all reached at their old expiry in
+/// one run: none fires, every one is queued again (the run re-keys them a
+/// bounded number at a time), and all fire at the new expiry.
+#[test]
+fn a_run_re_keys_many_moved_sleepers() {
+    let (sys, clock) = manual(1);
+    let (count, waker) = counter();
+    let mut many: Vec<Sl> = (0..300).map(|_| sleeper(&sys, 0)).collect();
+    for s in many.iter_mut() {
+        s.as_mut().start(TICK, Some(&waker)).unwrap();
+        s.as_mut().start(5 * TICK, None).unwrap();
+    }
+    clock.set(1);
+    assert_eq!(sys.run_expired(0, 1).unwrap(), 0);
+    assert_eq!(pending(&sys, 0), 300);
+    assert_eq!(sys.next_expiry(0).unwrap(), Some(5));
+    clock.set(5);
+    assert_eq!(sys.run_expired(0, 5).unwrap(), 300);
+    assert_eq!(count.0.load(SeqCst), 300);
+    assert!(many.iter().all(|s| s.is_expired()));
+}
+
 /// A fire takes the waker: a sleeper started again without one has none,
 /// so a poll with the waker it had before must install it again (not take
 /// it for the one installed), or the next fire would wake nobody.

@@ -77,8 +77,8 @@ pub(crate) fn run_expired(
     // batches under the lock and woken after it.
     loop {
         let mut batch: [Option<Waker>; SLEEPER_BATCH] = [const { None }; SLEEPER_BATCH];
-        let n = sleeper::take_due(&mut g, base.worker(), now, &mut batch);
-        if n == 0 {
+        let (n, more) = sleeper::take_due(&mut g, base.worker(), now, &mut batch);
+        if n == 0 && !more {
             break;
         }
         g.fired += n as u64;
@@ -93,7 +93,7 @@ pub(crate) fn run_expired(
         ran += n;
         g = base.lock();
         g.panicked += panicked;
-        if n < SLEEPER_BATCH || g.closed & OFFLINE != 0 {
+        if (n < SLEEPER_BATCH && !more) || g.closed & OFFLINE != 0 {
             break;
         }
     }

@@ -468,18 +468,24 @@ pub(crate) fn cancel(table: &HrTable, node: &SleeperNode) -> bool {
 /// The expiry run: takes up to `out.len()` nodes due at `now` out of the
 /// heap, each marked `FIRED` with its waker moved to `out`. A node whose
 /// owner moved its deadline past `now` goes back into the heap, keyed by
-/// that deadline (module docs). Returns how many fired. Wake them after
-/// the lock.
+/// that deadline (module docs). Returns how many fired, and whether it
+/// stopped with due nodes left: it re-keys at most [`REKEY_BUDGET`] nodes
+/// per call, so that the lock is held for a bounded time. Wake them
+/// after the lock.
 pub(crate) fn take_due(
     g: &mut HrGuard<'_>,
     worker: usize,
     now: u64,
     out: &mut [Option<Waker>],
-) -> usize {
+) -> (usize, bool) {
     /// Nodes whose deadline one fence decides.
     const CHUNK: usize = 32;
     let mut n = 0;
+    let mut rekeyed = 0;
     while n < out.len() {
+        if rekeyed >= REKEY_BUDGET {
+            return (n, true);
+        }
         let want = (out.len() - n).min(CHUNK);
         let mut due = [ptr::null_mut::<SleeperNode>(); CHUNK];
         let mut k = 0;
@@ -507,6 +513,7 @@ pub(crate) fn take_due(
                 node.expires.store(d, Relaxed);
                 // SAFETY: live, pinned, in no heap; the lock is held.
                 unsafe { g.sleepers.insert(NonNull::from(node)) };
+                rekeyed += 1;
                 continue;
             }
             super::trace::hrtimer_expire_entry(p.addr(), worker, now);
@@ -522,8 +529,11 @@ pub(crate) fn take_due(
             break;
         }
     }
-    n
+    (n, false)
 }
+
+/// The most nodes one [`take_due`] re-keys before it lets the lock go.
+const REKEY_BUDGET: usize = 128;
 
 /// Shutdown or hot-plug: every node of `g`'s heap, taken out and marked
 /// with `mark` ([`DEAD`]: their wakers go to `wakers`; `None`: they stay
