@@ -135,19 +135,6 @@ fn sample(rt: &Runtime, imp: Imp, tasks: usize, w: Window) -> Result<f64, String
     Ok(c1.saturating_sub(c0) as f64 / (t1 - t0).as_secs_f64())
 }
 
-/// A row of `values` (any order) in `unit`: the median, p10, p90 and min,
-/// or the reason there is none.
-fn row(
-    case: &str,
-    name: &str,
-    mode: &str,
-    values: &[f64],
-    unit: &str,
-    err: Option<&str>,
-) -> Record {
-    Record::distribution(GROUP, (case, name, mode), values, unit, err)
-}
-
 /// The samples of one thread count: million ops/s per implementation and
 /// the paired ratios utimer-async / tokio; or why none could be taken.
 #[derive(Debug, Default)]
@@ -262,7 +249,7 @@ pub(crate) fn run(r: &mut Runner) {
             .enumerate()
             .map(|(i, imp)| {
                 let err = p.errors[i].as_deref();
-                row(case, imp.name(), mode, &p.mops[i], "Mops/s", err)
+                Record::distribution(GROUP, (case, imp.name(), mode), &p.mops[i], "Mops/s", err)
                     .with_ops((threads * TASKS_PER_THREAD) as u64)
             })
             .collect();
@@ -273,7 +260,13 @@ pub(crate) fn run(r: &mut Runner) {
             n => format!("{n} threads"),
         };
         let err = p.errors.iter().flatten().next().map(String::as_str);
-        ratio_rows.push(row(RATIO_CASE, &name, mode, &p.ratios, "x", err));
+        ratio_rows.push(Record::distribution(
+            GROUP,
+            (RATIO_CASE, &name, mode),
+            &p.ratios,
+            "x",
+            err,
+        ));
     }
     r.values(GROUP, RATIO_CASE, Chart::Bars, ratio_rows);
 }
