@@ -10,6 +10,8 @@
 //! | `sigaction`, `signal`, `bsd_signal`, `sysv_signal`, `sigwaitinfo`, `sigtimedwait`, `sigwait`, `close`, `dup`, `dup2`, `fcntl`, `write` | `GLIBC_2.2.5` |
 //! | `fcntl64` | `GLIBC_2.28` |
 //! | `signalfd` | `GLIBC_2.7` |
+//! | `read` | `GLIBC_2.2.5` |
+//! | `__read_chk` (`read` under `_FORTIFY_SOURCE`) | `GLIBC_2.4` |
 //! | `dup3` | `GLIBC_2.9` |
 //! | `sched_setscheduler`, `sched_setparam`, `pthread_setschedparam` | `GLIBC_2.2.5` |
 //! | `pthread_setschedprio` | `GLIBC_2.34` (default), `GLIBC_2.3.4` |
@@ -27,6 +29,7 @@ use timer::Out;
 /// signal handler.
 extern "C" fn init() {
     let _ = crate::real::real();
+    signals::init();
 }
 
 #[used]
@@ -62,6 +65,8 @@ std::arch::global_asm!(
     ".symver utimer_posix_signalfd, signalfd@@GLIBC_2.7",
     ".symver utimer_posix_close, close@@GLIBC_2.2.5",
     ".symver utimer_posix_write, write@@GLIBC_2.2.5",
+    ".symver utimer_posix_read, read@@GLIBC_2.2.5",
+    ".symver utimer_posix_read_chk, __read_chk@@GLIBC_2.4",
     ".symver utimer_posix_dup, dup@@GLIBC_2.2.5",
     ".symver utimer_posix_dup2, dup2@@GLIBC_2.2.5",
     ".symver utimer_posix_fcntl, fcntl@@GLIBC_2.2.5",
@@ -226,7 +231,7 @@ timer_fns! {
 }
 
 timer_fns! {
-    /// `signalfd()`: what it reads is accepted unseen.
+    /// `signalfd()`: its reads report the timer signals they accept.
     fn utimer_posix_signalfd(fd: c_int, mask: *const libc::sigset_t, flags: c_int) -> c_int {
         // SAFETY: the caller's promise.
         unsafe { signals::signalfd(fd, mask, flags) }
@@ -308,6 +313,47 @@ pub(crate) unsafe extern "C" fn utimer_posix_write(
 ) -> libc::ssize_t {
     // SAFETY: the caller's promise.
     unsafe { timerfd::write(fd, buf, n) }
+}
+
+/// `read()`: a read of one of the program's signalfds reports the timer
+/// signals it accepts (`signals.rs`); every other read goes to glibc.
+///
+/// # Safety
+/// As glibc's.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn utimer_posix_read(
+    fd: c_int,
+    buf: *mut libc::c_void,
+    n: libc::size_t,
+) -> libc::ssize_t {
+    let read = crate::real::real().read;
+    if !signals::is_signalfd(fd) {
+        // SAFETY: glibc's function, the caller's arguments.
+        return unsafe { read(fd, buf, n) };
+    }
+    // SAFETY: the caller's promise; glibc's function with its arguments.
+    unsafe { signals::read_signalfd(fd, buf, n, |fd, b, n| read(fd, b, n)) }
+}
+
+/// `__read_chk()`: `read()` as `_FORTIFY_SOURCE` builds call it, with the
+/// buffer's size checked by glibc first.
+///
+/// # Safety
+/// As glibc's.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn utimer_posix_read_chk(
+    fd: c_int,
+    buf: *mut libc::c_void,
+    n: libc::size_t,
+    size: libc::size_t,
+) -> libc::ssize_t {
+    let read_chk = crate::real::real().read_chk;
+    if !signals::is_signalfd(fd) {
+        // SAFETY: glibc's function, the caller's arguments.
+        return unsafe { read_chk(fd, buf, n, size) };
+    }
+    // SAFETY: as above.
+    unsafe { signals::read_signalfd(fd, buf, n, |fd, b, n| read_chk(fd, b, n, size)) }
 }
 
 /// `signal()` (glibc's BSD semantics: `SA_RESTART`, the signal blocked in

@@ -32,6 +32,9 @@ type SigtimedwaitFn = unsafe extern "C" fn(
 type SignalfdFn = unsafe extern "C" fn(c_int, *const libc::sigset_t, c_int) -> c_int;
 type CloseFn = unsafe extern "C" fn(c_int) -> c_int;
 type WriteFn = unsafe extern "C" fn(c_int, *const c_void, libc::size_t) -> libc::ssize_t;
+type ReadFn = unsafe extern "C" fn(c_int, *mut c_void, libc::size_t) -> libc::ssize_t;
+type ReadChkFn =
+    unsafe extern "C" fn(c_int, *mut c_void, libc::size_t, libc::size_t) -> libc::ssize_t;
 type DupFn = unsafe extern "C" fn(c_int) -> c_int;
 type Dup2Fn = unsafe extern "C" fn(c_int, c_int) -> c_int;
 type FcntlFn = unsafe extern "C" fn(c_int, c_int, usize) -> c_int;
@@ -62,6 +65,8 @@ pub(crate) struct Real {
     pub(crate) signalfd: SignalfdFn,
     pub(crate) close: CloseFn,
     pub(crate) write: WriteFn,
+    pub(crate) read: ReadFn,
+    pub(crate) read_chk: ReadChkFn,
     pub(crate) dup: DupFn,
     pub(crate) dup2: Dup2Fn,
     pub(crate) fcntl: FcntlFn,
@@ -148,6 +153,8 @@ fn resolve() -> Real {
         signalfd: sym!(SignalfdFn: c"signalfd", c"GLIBC_2.7"),
         close: sym!(CloseFn: c"close", c"GLIBC_2.2.5"),
         write: sym!(WriteFn: c"write", c"GLIBC_2.2.5"),
+        read: sym!(ReadFn: c"read", c"GLIBC_2.2.5"),
+        read_chk: sym!(ReadChkFn: c"__read_chk", c"GLIBC_2.4"),
         dup: sym!(DupFn: c"dup", c"GLIBC_2.2.5"),
         dup2: sym!(Dup2Fn: c"dup2", c"GLIBC_2.2.5"),
         fcntl: sym!(FcntlFn: c"fcntl", c"GLIBC_2.2.5"),

@@ -35,15 +35,12 @@ struct Action {
     flags: AtomicI32,
 }
 
-/// Whether the kernel discards `signo` under `action` (`SIG_IGN`, or
-/// `SIG_DFL` of a signal whose default is to ignore it).
-fn discards(signo: c_int, action: usize) -> bool {
+/// Whether the kernel discards `signo` under `action` whatever the mask:
+/// `SIG_IGN`. (`SIG_DFL` of a signal whose default is to ignore it is
+/// discarded only while unblocked: a blocked one is queued and taken when
+/// unblocked, overrun latched then, so such a timer keeps queueing.)
+fn discards(action: usize) -> bool {
     action == libc::SIG_IGN
-        || (action == libc::SIG_DFL
-            && matches!(
-                signo,
-                libc::SIGCHLD | libc::SIGURG | libc::SIGWINCH | libc::SIGCONT
-            ))
 }
 
 /// The program's actions, and their masks (read only by `sigaction`'s old
@@ -132,6 +129,8 @@ fn reset_to_default(signo: c_int) {
     if let Some(a) = usize::try_from(signo).ok().and_then(|s| TABLE.get(s)) {
         a.handler.store(libc::SIG_DFL, Ordering::Release);
     }
+    DEFAULT.fetch_or(1u64 << (signo - 1), Ordering::AcqRel);
+    mark(&HANDLED, signo, false);
 }
 
 /// `sigaction()`, with the program's handlers behind the trampoline.
@@ -173,6 +172,7 @@ pub(crate) unsafe fn sigaction(
             let r = unsafe { (real().sigaction)(signo, &ours, &mut was) };
             if r == 0 {
                 masks[idx] = Some(a.sa_mask);
+                DEFAULT.fetch_and(!(1u64 << (signo - 1)), Ordering::AcqRel);
                 mark(&HANDLED, signo, true);
                 utimer::posix::signal_ignored(signo, false);
             } else {
@@ -188,8 +188,14 @@ pub(crate) unsafe fn sigaction(
                 TABLE[idx].handler.store(a.sa_sigaction, Ordering::Release);
                 TABLE[idx].flags.store(a.sa_flags, Ordering::Release);
                 masks[idx] = None;
+                let bit = 1u64 << (signo - 1);
+                if a.sa_sigaction == libc::SIG_DFL {
+                    DEFAULT.fetch_or(bit, Ordering::AcqRel);
+                } else {
+                    DEFAULT.fetch_and(!bit, Ordering::AcqRel);
+                }
                 mark(&HANDLED, signo, false);
-                utimer::posix::signal_ignored(signo, discards(signo, a.sa_sigaction));
+                utimer::posix::signal_ignored(signo, discards(a.sa_sigaction));
             }
             r
         }
@@ -251,17 +257,67 @@ pub(crate) unsafe fn signal_with(signo: c_int, handler: usize, flags: c_int) -> 
 static HANDLED: AtomicU64 = AtomicU64::new(0);
 /// Signals the program has waited for with the `sigwait` family.
 static WAITED: AtomicU64 = AtomicU64::new(0);
-/// Signals the program reads from a `signalfd`, where no acceptance can be
-/// seen.
+/// Signals the program reads from a `signalfd`, whose reads the library
+/// sees (`read` below).
 static READ_FROM_FD: AtomicU64 = AtomicU64::new(0);
 
-/// Tells utimer whether the acceptance of `signo` is now reported (a
-/// handler or a wait of the program's sees it, and no signalfd hides it).
+/// Signals whose action is `SIG_DFL` (bit `signo - 1`).
+static DEFAULT: AtomicU64 = AtomicU64::new(0);
+
+/// Whether the kernel's default action for `signo` takes a pending
+/// instance without running anything the library sees: ignore, or stop.
+/// (A default action that ends the process needs no report.)
+fn default_unseen(signo: c_int) -> bool {
+    matches!(
+        signo,
+        libc::SIGCHLD
+            | libc::SIGURG
+            | libc::SIGWINCH
+            | libc::SIGCONT
+            | libc::SIGTSTP
+            | libc::SIGTTIN
+            | libc::SIGTTOU
+    )
+}
+
+/// Tells utimer whether the acceptance of `signo` is now reported: a
+/// handler, a wait or a signalfd read of the program's sees it, and so
+/// does every acceptance of a signal whose default action is not one
+/// that the kernel takes unseen.
 fn update_reporting(signo: c_int) {
     let bit = 1u64 << (signo - 1);
-    let seen = (HANDLED.load(Ordering::Acquire) | WAITED.load(Ordering::Acquire)) & bit != 0;
-    let hidden = READ_FROM_FD.load(Ordering::Acquire) & bit != 0;
-    utimer::posix::report_acceptance(signo, seen && !hidden);
+    let seen = (HANDLED.load(Ordering::Acquire)
+        | WAITED.load(Ordering::Acquire)
+        | READ_FROM_FD.load(Ordering::Acquire))
+        & bit
+        != 0
+        || !(default_unseen(signo) && DEFAULT.load(Ordering::Acquire) & bit != 0);
+    utimer::posix::report_acceptance(signo, seen);
+}
+
+/// Reads the actions the process started with (`SIG_DFL`, or `SIG_IGN`
+/// inherited across `exec`) and tells utimer what it reports and what
+/// the program ignores. Runs before `main`.
+pub(crate) fn init() {
+    for signo in 1..NSIG as c_int {
+        if signo == libc::SIGKILL || signo == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: a zeroed sigaction is a valid value to fill.
+        let mut was: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: a NULL new action only reads the current one into `was`.
+        if unsafe { (real().sigaction)(signo, std::ptr::null(), &mut was) } != 0 {
+            continue;
+        }
+        let bit = 1u64 << (signo - 1);
+        if was.sa_sigaction == libc::SIG_DFL {
+            DEFAULT.fetch_or(bit, Ordering::AcqRel);
+        }
+        if discards(was.sa_sigaction) {
+            utimer::posix::signal_ignored(signo, true);
+        }
+        update_reporting(signo);
+    }
 }
 
 /// Marks `signo`'s bit in `set` and updates the reporting.
@@ -304,7 +360,9 @@ unsafe fn accepted(info: *mut libc::siginfo_t) -> bool {
     let Some(i) = (unsafe { info.as_ref() }) else {
         return true;
     };
-    if i.si_code != libc::SI_TIMER {
+    // Another source's standard signal frees the pending slot that timer
+    // signals may wait behind: utimer is told of it too.
+    if i.si_code != libc::SI_TIMER && !utimer::posix::timer_signals_waiting(i.si_signo) {
         return true;
     }
     let Some(u) = crate::global::started() else {
@@ -395,15 +453,117 @@ pub(crate) unsafe fn sigwait(set: *const libc::sigset_t, sig: *mut c_int) -> c_i
     }
 }
 
-/// `signalfd()`: its signals' acceptance can no longer be seen.
+/// Descriptors below this that are signalfds are known (`SIGNALFDS`);
+/// a signalfd numbered above it reads unseen.
+const TRACKED_FDS: usize = 1 << 16;
+
+/// The program's signalfds (bit per descriptor number), whose reads are
+/// acceptances.
+static SIGNALFDS: [AtomicU64; TRACKED_FDS / 64] = [const { AtomicU64::new(0) }; TRACKED_FDS / 64];
+
+fn signalfd_bit(fd: c_int) -> Option<(&'static AtomicU64, u64)> {
+    let fd = usize::try_from(fd).ok().filter(|&f| f < TRACKED_FDS)?;
+    Some((&SIGNALFDS[fd / 64], 1 << (fd % 64)))
+}
+
+/// Whether `fd` is one of the program's signalfds.
+#[inline]
+pub(crate) fn is_signalfd(fd: c_int) -> bool {
+    signalfd_bit(fd).is_some_and(|(w, b)| w.load(Ordering::Acquire) & b != 0)
+}
+
+/// `fd` is closed or replaced: no longer a signalfd of the program's.
+pub(crate) fn forget_fd(fd: c_int) {
+    if let Some((w, b)) = signalfd_bit(fd) {
+        w.fetch_and(!b, Ordering::AcqRel);
+    }
+}
+
+/// `signalfd()`: its reads are acceptances, reported by [`read`].
 ///
 /// # Safety
 /// As glibc's.
 pub(crate) unsafe fn signalfd(fd: c_int, mask: *const libc::sigset_t, flags: c_int) -> c_int {
-    // SAFETY: the caller's promise.
-    unsafe { mark_all(&READ_FROM_FD, mask) };
     // SAFETY: glibc's function with the caller's arguments.
-    unsafe { (real().signalfd)(fd, mask, flags) }
+    let r = unsafe { (real().signalfd)(fd, mask, flags) };
+    if r >= 0 {
+        if let Some((w, b)) = signalfd_bit(r) {
+            w.fetch_or(b, Ordering::AcqRel);
+            // SAFETY: the caller's promise; the call succeeded, so `mask`
+            // was a readable set.
+            unsafe { mark_all(&READ_FROM_FD, mask) };
+        }
+    }
+    r
+}
+
+/// Size of one `signalfd` record.
+const RECORD: usize = std::mem::size_of::<libc::signalfd_siginfo>();
+
+/// `read()` of a signalfd (the caller checked): each timer signal read is
+/// an acceptance, reported to utimer (its overrun latched, the signal of a
+/// deleted or re-armed timer dropped from the buffer). A read left with
+/// nothing reads again, or answers `EAGAIN` if the descriptor does not
+/// block, as a signalfd with nothing pending does.
+///
+/// # Safety
+/// As glibc's `read`: `buf` is writable for `n` bytes.
+pub(crate) unsafe fn read_signalfd(
+    fd: c_int,
+    buf: *mut c_void,
+    n: libc::size_t,
+    read: impl Fn(c_int, *mut c_void, libc::size_t) -> libc::ssize_t,
+) -> libc::ssize_t {
+    loop {
+        let r = read(fd, buf, n);
+        let Ok(got) = usize::try_from(r) else {
+            return r;
+        };
+        let records = got / RECORD;
+        let mut kept = 0;
+        for i in 0..records {
+            // SAFETY: the kernel wrote `records` whole records at `buf`;
+            // the record type has no invalid bit patterns, and unaligned
+            // reads and writes are used as the caller's buffer may be
+            // unaligned.
+            let mut rec = unsafe { buf.cast::<libc::signalfd_siginfo>().add(i).read_unaligned() };
+            if !signalfd_record_accepted(&mut rec) {
+                continue;
+            }
+            // SAFETY: as above; `kept <= i`, inside what was read.
+            unsafe { buf.cast::<libc::signalfd_siginfo>().add(kept).write_unaligned(rec) };
+            kept += 1;
+        }
+        if kept > 0 || records == 0 {
+            return (kept * RECORD) as libc::ssize_t;
+        }
+        // Only stale timer signals were read: the kernel would not have
+        // delivered them.
+        // SAFETY: fcntl reads the status flags of the caller's descriptor.
+        let flags = unsafe { (real().fcntl)(fd, libc::F_GETFL, 0) };
+        if flags >= 0 && flags & libc::O_NONBLOCK != 0 {
+            return fail(libc::EAGAIN) as libc::ssize_t;
+        }
+    }
+}
+
+/// Reports one signalfd record's acceptance; false to drop it (stale).
+fn signalfd_record_accepted(rec: &mut libc::signalfd_siginfo) -> bool {
+    let signo = rec.ssi_signo as c_int;
+    if rec.ssi_code != libc::SI_TIMER && !utimer::posix::timer_signals_waiting(signo) {
+        return true;
+    }
+    let Some(u) = crate::global::started() else {
+        return true;
+    };
+    let mut info = utimer::posix::siginfo_of_signalfd(rec);
+    let _section = critical::enter();
+    // SAFETY: a live system and a live siginfo_t.
+    let r = unsafe { utimer_capi::utimer_timer_signal_accepted(u, (&mut info as *mut libc::siginfo_t).cast()) };
+    if r == 1 {
+        utimer::posix::signalfd_update(&info, rec);
+    }
+    r != 0
 }
 
 /// CLOCK_MONOTONIC in ns.

@@ -168,6 +168,7 @@ fn release(fd: c_int) {
 /// `close()`.
 pub(crate) fn close(fd: c_int) -> c_int {
     release(fd);
+    crate::signals::forget_fd(fd);
     // SAFETY: glibc's function.
     unsafe { (real().close)(fd) }
 }

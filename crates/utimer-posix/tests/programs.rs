@@ -162,6 +162,11 @@ fn overrun() {
 }
 
 #[test]
+fn signals() {
+    both("signals");
+}
+
+#[test]
 fn timerfd() {
     both("timerfd");
 }

@@ -4,6 +4,7 @@
 //! owner, and works under the timer's own lock (`timer.rs`).
 
 use super::registry::{Registry, TABLE};
+use super::sigqueue;
 use super::timer::{Inner, PosixTimer};
 use super::{ItimerSpec, Notify, TimerId};
 use crate::system::thread_priority;
@@ -135,7 +136,7 @@ impl PosixTimers<'_> {
                 served = notify.served_thread();
                 let inner = match notify
                     .check()
-                    .and_then(|()| Inner::new(self.sys.env(), worker, id, clock, notify, fd.take()))
+                    .and_then(|()| Inner::new(self.sys.env(), worker, owner, id, clock, notify, fd.take()))
                 {
                     Ok(inner) => inner,
                     Err(e) => {
@@ -147,6 +148,7 @@ impl PosixTimers<'_> {
                             inner: Inner::new(
                                 self.sys.env(),
                                 worker,
+                                0,
                                 id,
                                 clock,
                                 Notify::None,
@@ -237,14 +239,24 @@ impl PosixTimers<'_> {
     ///
     /// `None`: not a signal of this system's timers; deliver it unchanged.
     pub fn signal_accepted(&self, info: &mut libc::siginfo_t) -> Option<bool> {
-        let (id, tag, queued) = super::notify::utimer_signal(info)?;
+        let signo = info.si_signo;
+        let Some(q) = super::notify::utimer_signal(info) else {
+            // Another source's signal took the pending slot: timer signals
+            // that waited behind it may go now (`sigqueue.rs`).
+            sigqueue::ring_remaining(signo, super::notify::gettid());
+            return None;
+        };
+        if q.doorbell != 0 {
+            return Some(self.doorbell_accepted(info, signo, q.doorbell));
+        }
         let owner = Registry::of(self.sys).owner;
-        let look =
-            |t: &PosixTimer| (t.owner == owner).then(|| t.inner.signal_accepted(tag, queued));
+        let look = |t: &PosixTimer| {
+            (t.owner == owner).then(|| t.inner.signal_accepted(q.tag, q.overrun))
+        };
         let seen = if super::signal_context() {
-            TABLE.with_unpinned(id, look)
+            TABLE.with_unpinned(q.id, look)
         } else {
-            TABLE.with(id, look)
+            TABLE.with(q.id, look)
         };
         match seen {
             // No such timer any more: deleted since it was queued.
@@ -256,6 +268,38 @@ impl PosixTimers<'_> {
                 Some(true)
             }
         }
+    }
+
+    /// A doorbell was accepted (`sigqueue.rs`): the first entry of its
+    /// list becomes the signal delivered, with the overrun latched now;
+    /// entries made stale meanwhile are passed over. `false`: none was
+    /// left, drop it.
+    fn doorbell_accepted(&self, info: &mut libc::siginfo_t, signo: i32, list: i32) -> bool {
+        let me = super::notify::gettid();
+        let thread = (list == sigqueue::DOORBELL_THREAD).then_some(me);
+        let mut delivered = false;
+        while let Some(e) = sigqueue::pop(signo, thread) {
+            let look = |t: &PosixTimer| {
+                (t.owner == e.owner)
+                    .then(|| t.inner.signal_accepted(e.tag, 0).map(|o| (o, t.inner.signal_value())))
+            };
+            let seen = if super::signal_context() {
+                TABLE.with_unpinned(e.id, look)
+            } else {
+                TABLE.with(e.id, look)
+            };
+            if let Some(Some(Some((overrun, value)))) = seen {
+                super::notify::set_timer(info, e.id, value, overrun);
+                delivered = true;
+                break;
+            }
+        }
+        if sigqueue::is_standard(signo) && sigqueue::has_entries(signo, thread) {
+            // This doorbell was the list's one pending instance: ring for
+            // the next entry.
+            sigqueue::ring_remaining(signo, me);
+        }
+        delivered
     }
 
     /// The file descriptor of a [`Notify::Fd`] timer: readable once it

@@ -56,6 +56,8 @@ mod api;
 mod notify;
 #[cfg(not(loom))]
 mod registry;
+#[cfg(not(loom))]
+mod sigqueue;
 mod snapshot;
 pub(crate) mod table;
 #[cfg(not(loom))]
@@ -64,7 +66,19 @@ mod timer;
 #[cfg(not(loom))]
 pub use api::PosixTimers;
 #[cfg(not(loom))]
-pub use notify::{report_acceptance, signal_ignored, Notify, NotifyFn};
+pub use notify::{
+    report_acceptance, siginfo_of_signalfd, signal_ignored, signalfd_update, Notify, NotifyFn,
+};
+
+/// Whether timer signals of number `signo` wait behind its pending slot
+/// (a standard signal's one pending instance): a library that reports
+/// acceptances passes every accepted signal of that number to
+/// [`PosixTimers::signal_accepted`], not only timer signals, so that the
+/// next one is queued as soon as the slot is free. Lock-free.
+#[cfg(not(loom))]
+pub fn timer_signals_waiting(signo: i32) -> bool {
+    sigqueue::waiting(signo) && sigqueue::is_standard(signo)
+}
 
 use crate::TimerError;
 use std::time::Duration;

@@ -278,7 +278,10 @@ pub fn report_acceptance(signo: i32, reported: bool) {
         if reported {
             REPORTED.fetch_or(mask, std::sync::atomic::Ordering::AcqRel);
         } else {
-            REPORTED.fetch_and(!mask, std::sync::atomic::Ordering::AcqRel);
+            let was = REPORTED.fetch_and(!mask, std::sync::atomic::Ordering::AcqRel);
+            if was & mask != 0 {
+                super::sigqueue::release_all(signo);
+            }
         }
     }
 }
@@ -299,6 +302,7 @@ pub fn signal_ignored(signo: i32, ignored: bool) {
         let mask = 1u64 << (bit - 1);
         if ignored {
             IGNORED.fetch_or(mask, std::sync::atomic::Ordering::AcqRel);
+            super::sigqueue::release_all(signo);
         } else {
             IGNORED.fetch_and(!mask, std::sync::atomic::Ordering::AcqRel);
         }
@@ -321,13 +325,80 @@ pub(crate) fn acceptance_reported(signo: i32) -> bool {
         .is_some_and(|s| REPORTED.load(std::sync::atomic::Ordering::Acquire) & (1 << (s - 1)) != 0)
 }
 
-/// The timer ID, tag (setting and number) and queued overrun of a utimer
-/// timer's signal, from its `siginfo_t`; `None` for any other signal.
-pub(crate) fn utimer_signal(info: &libc::siginfo_t) -> Option<(i32, u64, i32)> {
+/// A utimer timer's signal, as its `siginfo_t` carries it.
+pub(crate) struct Queued {
+    /// `si_timerid`.
+    pub(crate) id: i32,
+    /// The setting and number it was queued under (`signal_tag`).
+    pub(crate) tag: u64,
+    /// `si_overrun` as queued.
+    pub(crate) overrun: i32,
+    /// 0 for a timer's own signal; a doorbell's list
+    /// (`sigqueue::DOORBELL_PROCESS`, `DOORBELL_THREAD`).
+    pub(crate) doorbell: i32,
+}
+
+/// What a utimer timer's signal carries, from its `siginfo_t`; `None` for
+/// any other signal.
+pub(crate) fn utimer_signal(info: &libc::siginfo_t) -> Option<Queued> {
     // SAFETY: `TimerInfo` is the kernel's 128-byte siginfo_t layout for
     // SI_TIMER; every bit pattern of its integers is valid.
     let t = unsafe { &*(info as *const libc::siginfo_t).cast::<TimerInfo>() };
-    (t.code == SI_TIMER && t.tag == UTIMER_SIGNAL).then_some((t.timerid, t.seq, t.overrun))
+    (t.code == SI_TIMER && t.tag == UTIMER_SIGNAL).then_some(Queued {
+        id: t.timerid,
+        tag: t.seq,
+        overrun: t.overrun,
+        doorbell: t.errno,
+    })
+}
+
+/// A `signalfd` record as the `siginfo_t` it was read from, as far as a
+/// timer's signal needs (`signo`, `si_errno`, `si_code`, `si_timerid`,
+/// `si_overrun`, `si_value`), for a library that reads the program's
+/// signalfds on its behalf and reports their timer signals with
+/// [`PosixTimers::signal_accepted`](crate::PosixTimers::signal_accepted);
+/// [`signalfd_update`] copies the verdict back. The kernel's
+/// `signalfd_copyinfo()` keeps those fields of an `SI_TIMER` signal.
+pub fn siginfo_of_signalfd(rec: &libc::signalfd_siginfo) -> libc::siginfo_t {
+    let t = TimerInfo {
+        signo: rec.ssi_signo as i32,
+        errno: rec.ssi_errno,
+        code: rec.ssi_code,
+        _pad: 0,
+        timerid: rec.ssi_tid as i32,
+        overrun: rec.ssi_overrun as i32,
+        value: rec.ssi_ptr as usize,
+        sys_private: 0,
+        // A doorbell is known by `si_errno`, which the record keeps; the
+        // tag is not kept, and stands for it.
+        tag: if matches!(
+            rec.ssi_errno,
+            super::sigqueue::DOORBELL_PROCESS | super::sigqueue::DOORBELL_THREAD
+        ) {
+            UTIMER_SIGNAL
+        } else {
+            0
+        },
+        seq: 0,
+        _rest: [0; 10],
+    };
+    // SAFETY: `TimerInfo` is 128 bytes laid out as the kernel's siginfo_t
+    // for SI_TIMER, and every bit pattern is a valid siginfo_t.
+    unsafe { std::mem::transmute::<TimerInfo, libc::siginfo_t>(t) }
+}
+
+/// Copies what [`PosixTimers::signal_accepted`](crate::PosixTimers::signal_accepted)
+/// wrote into `info` (made by [`siginfo_of_signalfd`]) back into the
+/// `signalfd` record: `ssi_errno`, `ssi_tid`, `ssi_overrun`, `ssi_ptr` and
+/// `ssi_int`.
+pub fn signalfd_update(info: &libc::siginfo_t, rec: &mut libc::signalfd_siginfo) {
+    // SAFETY: as in `utimer_signal`.
+    let t = unsafe { &*(info as *const libc::siginfo_t).cast::<TimerInfo>() };
+    rec.ssi_errno = t.errno;
+    rec.ssi_tid = t.timerid as u32;
+    rec.ssi_overrun = t.overrun as u32;
+    rec.ssi_ptr = t.value as u64;
+    rec.ssi_int = t.value as i32;
 }
 
 /// Sets `si_overrun` of a timer's signal (the overrun as of its delivery).
@@ -335,6 +406,83 @@ pub(crate) fn set_overrun(info: &mut libc::siginfo_t, overrun: i32) {
     // SAFETY: as in `utimer_signal`.
     let t = unsafe { &mut *(info as *mut libc::siginfo_t).cast::<TimerInfo>() };
     t.overrun = overrun;
+}
+
+/// Makes an accepted doorbell the signal of the timer it served, as the
+/// kernel fills a timer's: `si_timerid`, `si_value`, `si_overrun`, and
+/// `si_errno` 0.
+pub(crate) fn set_timer(info: &mut libc::siginfo_t, id: i32, value: usize, overrun: i32) {
+    // SAFETY: as in `utimer_signal`.
+    let t = unsafe { &mut *(info as *mut libc::siginfo_t).cast::<TimerInfo>() };
+    t.errno = 0;
+    t.timerid = id;
+    t.value = value;
+    t.overrun = overrun;
+}
+
+/// Takes a pending instance of `signo` off this thread's or the process's
+/// pending list without waiting (`rt_sigtimedwait` with a zero timeout,
+/// which takes it whether or not the thread blocks it).
+pub(crate) fn take_pending(signo: i32) -> Option<libc::siginfo_t> {
+    // SAFETY: zeroed sigset_t, siginfo_t and timespec are valid values; the
+    // system call reads the set and timeout and writes the siginfo_t, all
+    // live; 8 is the kernel's sigset size.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigaddset(&mut set, signo);
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let zero: libc::timespec = std::mem::zeroed();
+        let r = libc::syscall(
+            libc::SYS_rt_sigtimedwait,
+            &set as *const libc::sigset_t,
+            &mut info as *mut libc::siginfo_t,
+            &zero as *const libc::timespec,
+            8usize,
+        );
+        (r == i64::from(signo)).then_some(info)
+    }
+}
+
+/// Queues `info` again, as it was taken by [`take_pending`]: to this
+/// thread if it was sent to a thread (`SI_TKILL`), else to the process.
+pub(crate) fn requeue(signo: i32, info: &libc::siginfo_t) {
+    // SAFETY: a process may queue any si_code to itself; the kernel reads
+    // 128 bytes from a live siginfo_t.
+    unsafe {
+        if info.si_code == libc::SI_TKILL {
+            libc::syscall(
+                libc::SYS_rt_tgsigqueueinfo,
+                libc::getpid(),
+                libc::gettid(),
+                signo,
+                info as *const libc::siginfo_t,
+            );
+        } else {
+            libc::syscall(
+                libc::SYS_rt_sigqueueinfo,
+                libc::getpid(),
+                signo,
+                info as *const libc::siginfo_t,
+            );
+        }
+    }
+}
+
+/// Whether the calling thread blocks `signo`.
+pub(crate) fn blocked_here(signo: i32) -> bool {
+    // SAFETY: a zeroed sigset_t is a valid set; pthread_sigmask with a NULL
+    // new set only writes the current mask into it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut set) == 0
+            && libc::sigismember(&set, signo) == 1
+    }
+}
+
+/// The calling thread's kernel ID.
+pub(crate) fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
 }
 
 /// Whether `signo` is pending for the process (or this thread).
@@ -349,7 +497,9 @@ pub(crate) fn signal_pending(signo: i32) -> bool {
 
 /// Queues timer `timerid`'s signal `signo` to the process or to one of its
 /// threads, as the kernel's `posix_timer_queue_signal()` fills it:
-/// `si_code = SI_TIMER`, `si_timerid`, `si_overrun` and `si_value`.
+/// `si_code = SI_TIMER`, `si_timerid`, `si_overrun` and `si_value`;
+/// `doorbell` (in `si_errno`) is 0 for the timer's own signal, else the
+/// list of the `sigqueue.rs` entry it rings for.
 pub(crate) fn send_signal(
     signo: i32,
     value: usize,
@@ -357,12 +507,13 @@ pub(crate) fn send_signal(
     timerid: i32,
     overrun: i32,
     seq: u64,
+    doorbell: i32,
 ) {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
     let info = TimerInfo {
         signo,
-        errno: 0,
+        errno: doorbell,
         code: SI_TIMER,
         _pad: 0,
         timerid,

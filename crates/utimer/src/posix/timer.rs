@@ -14,6 +14,7 @@
 //! kernel's `timer_wait_running()` does.
 
 use super::notify::{self, Notify};
+use super::sigqueue;
 use super::snapshot::{setting, Change, Seen, Snapshot};
 
 mod fire;
@@ -36,6 +37,9 @@ pub(crate) struct PosixTimer {
 
 /// The timer itself.
 pub(crate) struct Inner {
+    /// The owning system (as `PosixTimer::owner`), for its signal's
+    /// entries (`sigqueue.rs`).
+    pub(crate) owner: u64,
     pub(crate) id: i32,
     /// The clock it was created on.
     clock: ClockId,
@@ -74,6 +78,10 @@ struct State {
     /// then does a pending signal of its number hold the next one back
     /// (another source's pending signal does not).
     sig_queued: bool,
+    /// That signal is an entry of `sigqueue.rs` (its acceptance is
+    /// reported, so only the report ends the wait), not a signal of its
+    /// own that the pending set shows.
+    queued_entry: bool,
     /// Expirations the worker was late by when it queued that signal: its
     /// first overruns (the rest are `carry`).
     queued_late: u64,
@@ -109,9 +117,25 @@ impl State {
     }
 }
 
+/// The kernel's `KTIME_MAX`: every time and interval saturates there
+/// (`timespec64_to_ktime()`, `ktime_add_safe()`).
+pub(crate) const KTIME_MAX: u64 = i64::MAX as u64;
+
 fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).min(KTIME_MAX)
 }
+
+/// `now + value`, saturating at `KTIME_MAX` as the kernel's
+/// `ktime_add_safe()`.
+fn add_safe(now: u64, value: u64) -> u64 {
+    now.saturating_add(value).min(KTIME_MAX)
+}
+
+/// A relative setting shorter than this may be due by the time it is
+/// armed: the clock is read again to see (the kernel's hrtimer fires such
+/// a timer from the interrupt that `hrtimer_start()` programs, before the
+/// system call returns).
+const DUE_CHECK: u64 = 50_000;
 
 /// The longest a timer waits before it looks again at a signal of its own
 /// that is still pending.
@@ -132,12 +156,16 @@ impl Inner {
     pub(crate) fn new(
         env: Arc<dyn HrEnv>,
         worker: usize,
+        owner: u64,
         id: i32,
         clock: ClockId,
         notify: Notify,
         fd: Option<OwnedFd>,
     ) -> Result<Arc<Inner>, TimerError> {
         let timerfd = fd.is_some();
+        if let Notify::Signal { signo, .. } = &notify {
+            sigqueue::reserve(*signo);
+        }
         let fd = match (&notify, fd) {
             (Notify::Fd, Some(fd)) => Some(fd),
             (Notify::Fd, None) => Some(notify::open_fd()?),
@@ -157,6 +185,7 @@ impl Inner {
                 overrun_last: 0,
                 carry: 0,
                 sig_queued: false,
+                queued_entry: false,
                 queued_late: 0,
                 sig_count: 0,
                 backoff: 0,
@@ -165,6 +194,7 @@ impl Inner {
                 fd_dirty: false,
             };
             Inner {
+                owner,
                 id,
                 clock,
                 timerfd,
@@ -251,20 +281,22 @@ impl Inner {
         Ok(self.current(&mut st))
     }
 
-    /// `timer_getoverrun()`.
+    /// `timer_getoverrun()`: the overrun of the last signal the program
+    /// accepted (`overrun_last`), as the kernel's `it_overrun_last`.
     ///
-    /// The kernel counts a signal's overruns until the signal is accepted.
-    /// The periods that pass while a process-directed signal of the timer
-    /// is pending are carried (`carry`); once that signal is no longer
-    /// pending, it has been accepted, and those periods are its overruns:
-    /// latched here, so that the handler or the `sigwaitinfo` caller that
-    /// asks reads them, as from the kernel.
+    /// A signal whose acceptance is not reported (a process-directed
+    /// signal of a number the library does not see accepted) is taken as
+    /// accepted once it is no longer pending: the overrun is then latched
+    /// here, up to now, so that the handler or waiter that asks reads every
+    /// period that passed while it was pending.
     pub(crate) fn getoverrun(&self) -> Result<i32, TimerError> {
-        // Nothing carried: the published copy answers, without the lock.
+        // Nothing waiting for acceptance: the published copy answers,
+        // without the lock.
         let fast = self.snap.read(|seen| match seen {
             Seen { deleted: true, .. } => Some(Err(TimerError::NoSuchTimer)),
             Seen {
                 carrying: false,
+                sig_queued: false,
                 overrun_last,
                 ..
             } => Some(Ok(*overrun_last)),
@@ -283,7 +315,9 @@ impl Inner {
             ..
         } = &self.notify
         {
-            if st.carry > 0 && !notify::signal_pending(*signo) {
+            if st.sig_queued && !st.queued_entry && !notify::signal_pending(*signo) {
+                self.latch(&mut st);
+            } else if !st.sig_queued && st.carry > 0 && !notify::signal_pending(*signo) {
                 let last = u64::try_from(st.overrun_last).unwrap_or(0);
                 st.overrun_last = clamp(last.saturating_add(st.carry));
                 st.carry = 0;
@@ -308,6 +342,15 @@ impl Inner {
             // accepted (its overrun as queued), or a second report.
             return Some(queued_overrun);
         }
+        self.latch(&mut st);
+        Some(st.overrun_last)
+    }
+
+    /// The timer's waiting signal is accepted now: its overrun is every
+    /// expiry since the one that queued it, up to now, and a periodic
+    /// timer is re-armed at its next expiry (the kernel's
+    /// `posixtimer_rearm()`).
+    fn latch(&self, st: &mut State) {
         let mut missed = st.queued_late.saturating_add(st.carry);
         if st.interval > 0 && st.armed {
             // The periods the waiting timer has not looked at yet.
@@ -315,13 +358,57 @@ impl Inner {
             let (next, m) = forward_expiry(st.expires, self.now(st.eff), iv);
             missed = missed.saturating_add(m);
             st.expires = next;
+            if let Some(hr) = &self.hr {
+                // From the accepting thread, as the kernel re-arms at
+                // delivery: the timer does not wait for its backoff. A
+                // callback of it running now loses to this start.
+                let _ = hr.start(next);
+            }
         }
         st.overrun_last = clamp(missed);
         st.carry = 0;
         st.queued_late = 0;
         st.backoff = 0;
         st.sig_queued = false;
-        Some(st.overrun_last)
+        st.queued_entry = false;
+    }
+
+    /// `si_value` of the timer's signal (0 for other notifications).
+    pub(crate) fn signal_value(&self) -> usize {
+        match &self.notify {
+            Notify::Signal { value, .. } => *value,
+            _ => 0,
+        }
+    }
+
+    /// Takes the timer's waiting entry off its signal's list (`sigqueue.rs`),
+    /// if it has one: a new setting or a delete makes it stale.
+    fn withdraw(&self, st: &mut State) {
+        if st.queued_entry {
+            if let Notify::Signal { signo, .. } = &self.notify {
+                sigqueue::remove(*signo, self.id);
+            }
+            st.queued_entry = false;
+        }
+    }
+
+    /// The program now ignores the signal: the kernel discarded the
+    /// timer's pending one, and the timer goes on counting (`fire.rs`
+    /// parks it while the signal is ignored).
+    pub(crate) fn signal_discarded(&self, tag: u64) {
+        let mut st = self.lock();
+        if st.deleted || !st.sig_queued || tag != signal_tag(st.seq, st.sig_count) {
+            return;
+        }
+        st.carry = st.carry.saturating_add(st.queued_late);
+        st.queued_late = 0;
+        st.sig_queued = false;
+        st.queued_entry = false;
+        if st.interval > 0 && st.armed {
+            if let Some(hr) = &self.hr {
+                let _ = hr.start(st.expires);
+            }
+        }
     }
 
     /// The notification fd (`Notify::Fd` only).
@@ -390,8 +477,26 @@ impl Inner {
                 value
             } else {
                 // `now` is of `st.eff`, which is `eff` here.
-                now.unwrap_or_else(|| self.now(eff)).saturating_add(value)
+                add_safe(*now.get_or_insert_with(|| self.now(eff)), value)
             };
+            if let Some(at) = self.due(expires, abstime, value, eff) {
+                // Already due: signalled before the call returns.
+                if let Some(hr) = &self.hr {
+                    if let Err(TimerError::Running) = hr.try_cancel() {
+                        if !hr.running_here() {
+                            drop(st);
+                            hr.cancel()?;
+                            continue;
+                        }
+                    }
+                }
+                self.new_setting(&mut st);
+                st.interval = ns(new.interval);
+                st.expires = expires;
+                st.armed = true;
+                self.fire_now(&mut st, at);
+                return Ok(old);
+            }
             if let Some(hr) = &self.hr {
                 match hr.start_unless_running(expires) {
                     Err(TimerError::Running) => {
@@ -428,9 +533,11 @@ impl Inner {
         st.seq += 1;
         st.overrun_last = 0;
         st.carry = 0;
-        // A signal queued before this call is stale: the program's hooks
-        // drop it (`signal_accepted`), and it no longer holds the next one
-        // back.
+        st.queued_late = 0;
+        // A signal queued before this call is stale: its entry is taken
+        // back, the program's hooks drop it (`signal_accepted`), and it no
+        // longer holds the next one back.
+        self.withdraw(st);
         st.sig_queued = false;
         if st.fd_dirty {
             if let Some(fd) = &st.fd {
@@ -475,9 +582,7 @@ impl Inner {
             value
         } else if abstime {
             // (Own-callback case above: absolute on another clock.)
-            value
-                .saturating_sub(self.now(self.clock))
-                .saturating_add(self.now(eff))
+            add_safe(value.saturating_sub(self.now(self.clock)), self.now(eff))
         } else {
             let now = match now_old {
                 Some(now) if eff == old_eff => now,
@@ -485,19 +590,58 @@ impl Inner {
             };
             now.saturating_add(value)
         };
+        let expires = expires.min(KTIME_MAX);
         st.eff = eff;
         st.expires = expires;
-        if let Some(hr) = &self.hr {
-            hr.start(expires)?;
-        }
         st.armed = true;
+        if let Some(at) = self.due(expires, abstime, value, eff) {
+            self.fire_now(&mut st, at);
+        } else if let Some(hr) = &self.hr {
+            if let Err(e) = hr.start(expires) {
+                st.armed = false;
+                return Err(e);
+            }
+        }
         Ok(old)
+    }
+
+    /// Whether a signalling timer's new expiry is already due, and if so
+    /// the time of `eff` that says it: the kernel's hrtimer would fire it
+    /// from the interrupt its arming programs, before `timer_settime`
+    /// returns. An absolute expiry is compared with the clock; a relative
+    /// one only if short enough to have passed while it was armed.
+    fn due(&self, expires: u64, abstime: bool, value: u64, eff: ClockId) -> Option<u64> {
+        if !matches!(self.notify, Notify::Signal { .. }) || (!abstime && value >= DUE_CHECK) {
+            return None;
+        }
+        let now = self.now(eff);
+        (expires <= now).then_some(now)
+    }
+
+    /// Fires an armed signalling timer whose expiry is due at `now`, on the
+    /// calling thread (`settime`; the hrtimer is stopped): its signal is
+    /// queued now, and a periodic timer is started at its next expiry.
+    fn fire_now(&self, st: &mut State, now: u64) {
+        let n = if st.interval > 0 {
+            let (next, n) = forward_expiry(st.expires, now, Duration::from_nanos(st.interval));
+            st.expires = next;
+            n.max(1)
+        } else {
+            st.armed = false;
+            1
+        };
+        if let Some(at) = fire::expire_signal(self, st, n, now, true) {
+            if let Some(hr) = &self.hr {
+                let _ = hr.start(at);
+            }
+        }
     }
 
     /// `timer_delete()`: disarms, waits for a running notification (unless
     /// called from it), closes the fd. The caller unlinks the ID.
     pub(crate) fn delete(&self) -> Result<(), TimerError> {
         let mut st = self.lock_stopped()?;
+        self.withdraw(&mut st);
         st.deleted = true;
         st.armed = false;
         st.seq += 1;
@@ -505,6 +649,14 @@ impl Inner {
         drop(st);
         drop(fd);
         Ok(())
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Notify::Signal { signo, .. } = &self.notify {
+            sigqueue::unreserve(*signo);
+        }
     }
 }
 

@@ -2,7 +2,8 @@
 //! notification and re-arms a periodic timer (the kernel's
 //! `posix_timer_fn()`), under `it_lock` as the parent module's rules say.
 
-use super::{clamp, signal_tag, Inner, MAX_BACKOFF};
+use super::{clamp, signal_tag, Inner, State, MAX_BACKOFF};
+use crate::posix::sigqueue::{self, Entry};
 use crate::hrtimer::{forward_expiry, HrFire, HrRestart};
 use crate::posix::notify::{self, Notify};
 use crate::posix::TimerId;
@@ -45,51 +46,15 @@ pub(super) fn on_fire(weak: &Weak<Inner>, fire: &mut HrFire) -> HrRestart {
             }
             st.fd_dirty = true;
         }
-        Notify::Signal {
-            signo,
-            value,
-            thread,
-        } => {
-            // Whether the previous signal may still wait for acceptance: for
-            // the process, its pending set tells; for one thread it cannot
-            // be seen, so the timer waits only if the program's acceptance
-            // of this signal is reported (`signal_accepted`).
-            let waiting = notify::ignored(*signo)
-                || (st.sig_queued
-                    && match thread {
-                        None => notify::signal_pending(*signo),
-                        Some(_) => notify::acceptance_reported(*signo),
-                    });
-            if waiting {
-                st.carry = st.carry.saturating_add(n);
-                if st.interval > 0 && st.armed {
-                    // Look again after a backoff, not every period: the
-                    // periods are counted from the clock, whenever it looks.
-                    st.backoff = st
-                        .backoff
-                        .saturating_mul(2)
-                        .max(st.interval)
-                        .min(MAX_BACKOFF);
-                    let poll = fire.now().saturating_add(st.backoff);
-                    fire.set_expires(st.expires.max(poll));
-                    return HrRestart::Restart;
+        Notify::Signal { .. } => {
+            let now = fire.now();
+            return match expire_signal(&inner, &mut st, n, now, false) {
+                Some(at) => {
+                    fire.set_expires(at);
+                    HrRestart::Restart
                 }
-                return HrRestart::NoRestart;
-            }
-            st.overrun_last = clamp((n - 1).saturating_add(st.carry));
-            st.queued_late = (n - 1).saturating_add(st.carry);
-            st.carry = 0;
-            st.backoff = 0;
-            st.sig_queued = thread.is_none() || notify::acceptance_reported(*signo);
-            st.sig_count = st.sig_count.wrapping_add(1);
-            notify::send_signal(
-                *signo,
-                *value,
-                *thread,
-                inner.id,
-                st.overrun_last,
-                signal_tag(st.seq, st.sig_count),
-            );
+                None => HrRestart::NoRestart,
+            };
         }
         Notify::Callback(f) => {
             st.overrun_last = clamp((n - 1).saturating_add(st.carry));
@@ -116,4 +81,94 @@ pub(super) fn on_fire(weak: &Weak<Inner>, fire: &mut HrFire) -> HrRestart {
     } else {
         HrRestart::NoRestart
     }
+}
+
+/// A `SIGEV_SIGNAL`/`SIGEV_THREAD_ID` timer's `n` expiries up to `now`
+/// (its expiry already forwarded past them, or a one-shot disarmed): its
+/// signal is queued, or, while its last one waits for acceptance, they
+/// are counted. Returns when the hrtimer fires next, if at all.
+///
+/// `caller`: queued by the thread that armed the timer, in
+/// `timer_settime` (an expiry already due): a process-directed signal
+/// goes to that thread if it does not block it, as the kernel's
+/// `send_sigqueue()` prefers the current thread, so that it is delivered
+/// before the call returns.
+pub(super) fn expire_signal(
+    inner: &Inner,
+    st: &mut State,
+    n: u64,
+    now: u64,
+    caller: bool,
+) -> Option<u64> {
+    let Notify::Signal {
+        signo,
+        value,
+        thread,
+    } = &inner.notify
+    else {
+        return None;
+    };
+    let (signo, value) = (*signo, *value);
+    let periodic = st.interval > 0 && st.armed;
+    let reported = notify::acceptance_reported(signo);
+    // Whether the previous signal still waits for acceptance. An entry of
+    // `sigqueue.rs` waits until its acceptance is reported. Otherwise, for
+    // the process, its pending set tells; for one thread it cannot be
+    // seen, and every expiry queues.
+    let waiting = notify::ignored(signo)
+        || (st.sig_queued
+            && (st.queued_entry
+                || match thread {
+                    None => notify::signal_pending(signo),
+                    Some(_) => false,
+                }));
+    if waiting {
+        st.carry = st.carry.saturating_add(n);
+        if !periodic {
+            return None;
+        }
+        // Look again after a backoff, not every period: the periods are
+        // counted from the clock, whenever it looks. An entry's acceptance
+        // re-arms the timer itself: the look is only a safety net then.
+        st.backoff = if st.queued_entry {
+            MAX_BACKOFF
+        } else {
+            st.backoff.saturating_mul(2).max(st.interval).min(MAX_BACKOFF)
+        };
+        return Some(st.expires.max(now.saturating_add(st.backoff)));
+    }
+    let late = (n - 1).saturating_add(st.carry);
+    st.queued_late = late;
+    st.carry = 0;
+    st.backoff = 0;
+    st.sig_count = st.sig_count.wrapping_add(1);
+    let tag = signal_tag(st.seq, st.sig_count);
+    let target = match thread {
+        None if caller && !notify::blocked_here(signo) => Some(notify::gettid()),
+        t => *t,
+    };
+    if reported {
+        // The kernel latches the overrun at acceptance; until then
+        // `timer_getoverrun` reports the last accepted signal's.
+        st.sig_queued = true;
+        st.queued_entry = true;
+        sigqueue::push(
+            signo,
+            Entry {
+                owner: inner.owner,
+                id: inner.id,
+                value,
+                tag,
+                thread: target,
+            },
+            clamp(late),
+        );
+        // Acceptance re-arms a periodic timer; until then it only looks
+        // now and then, in case the program stops reporting.
+        return periodic.then(|| st.expires.max(now.saturating_add(MAX_BACKOFF)));
+    }
+    st.overrun_last = clamp(late);
+    st.sig_queued = thread.is_none();
+    notify::send_signal(signo, value, target, inner.id, st.overrun_last, tag, 0);
+    periodic.then_some(st.expires)
 }

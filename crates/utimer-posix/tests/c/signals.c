@@ -1,0 +1,320 @@
+/* signals.c - every timer signal delivered, each timer's on its own (standard
+ * signals included), with the overrun latched at acceptance. */
+#include "check.h"
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+
+static timer_t mk_timer(int notify, int signo, int sival)
+{
+    struct sigevent ev;
+    timer_t t;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = notify;
+    ev.sigev_signo = signo;
+    ev.sigev_value.sival_int = sival;
+    if (notify == SIGEV_THREAD_ID)
+        ev.sigev_notify_thread_id = gettid();
+    CHECK_OK(timer_create(CLOCK_MONOTONIC, &ev, &t));
+    return t;
+}
+
+static void arm_abs(timer_t t, int64_t at, int64_t interval)
+{
+    struct itimerspec its = {.it_value = ns_ts(at), .it_interval = ns_ts(interval)};
+    CHECK_OK(timer_settime(t, TIMER_ABSTIME, &its, NULL));
+}
+
+static void arm_rel(timer_t t, int64_t value, int64_t interval)
+{
+    struct itimerspec its = its_ns(value, interval);
+    CHECK_OK(timer_settime(t, 0, &its, NULL));
+}
+
+static int is_pending(int sig)
+{
+    sigset_t p;
+    CHECK_OK(sigpending(&p));
+    return sigismember(&p, sig);
+}
+
+/* Thirty one-shot timers on one standard signal, all expired while it is
+ * blocked: the kernel queues each timer's signal on its own. */
+static void test_standard_each_queued(void)
+{
+    enum { N = 30 };
+    int sig = SIGUSR1, seen[N] = {0};
+    sigset_t set = sigset_of(sig);
+    timer_t t[N];
+    siginfo_t si;
+    block_sig(sig);
+    for (int i = 0; i < N; i++) {
+        t[i] = mk_timer(SIGEV_SIGNAL, sig, i);
+        arm_rel(t[i], NS_PER_MS, 0);
+    }
+    sleep_ns(40 * NS_PER_MS);
+    for (int i = 0; i < N; i++) {
+        int r = wait_sig(&set, &si, 2 * NS_PER_S);
+        CHECK(r == sig, "signal %d of %d: expected SIGUSR1, got %d (errno %d)", i + 1, N, r,
+              errno);
+        CHECK(si.si_code == SI_TIMER, "si_code: expected SI_TIMER, got %d", si.si_code);
+        int v = si.si_value.sival_int;
+        CHECK(v >= 0 && v < N && !seen[v], "sival %d out of range or twice", v);
+        CHECK(si.si_overrun == 0, "one-shot: si_overrun expected 0, got %d", si.si_overrun);
+        seen[v] = 1;
+    }
+    CHECK(wait_sig(&set, &si, 50 * NS_PER_MS) == -1, "a 31st signal arrived (sival %d)",
+          si.si_value.sival_int);
+    for (int i = 0; i < N; i++)
+        CHECK_OK(timer_delete(t[i]));
+    unblock_sig(sig);
+}
+
+/* A sigqueue()d signal pending before the timer's: both are delivered, the
+ * queued one first. */
+static void test_beside_sigqueue(void)
+{
+    int sig = SIGUSR2;
+    sigset_t set = sigset_of(sig);
+    siginfo_t si;
+    block_sig(sig);
+    CHECK_OK(sigqueue(getpid(), sig, (union sigval){.sival_int = 99}));
+    timer_t t = mk_timer(SIGEV_SIGNAL, sig, 5);
+    arm_rel(t, NS_PER_MS, 0);
+    sleep_ns(20 * NS_PER_MS);
+    CHECK(wait_sig(&set, &si, NS_PER_S) == sig, "first signal missing");
+    CHECK(si.si_code == SI_QUEUE && si.si_value.sival_int == 99,
+          "first: expected the sigqueue()d one, got code %d sival %d", si.si_code,
+          si.si_value.sival_int);
+    CHECK(wait_sig(&set, &si, NS_PER_S) == sig, "the timer's signal was lost");
+    CHECK(si.si_code == SI_TIMER && si.si_value.sival_int == 5,
+          "second: expected the timer's, got code %d sival %d", si.si_code,
+          si.si_value.sival_int);
+    CHECK_OK(timer_delete(t));
+    unblock_sig(sig);
+}
+
+/* A deleted timer's pending signal is discarded: it never reaches the
+ * program, and the next timer's signal on that number is delivered with its
+ * overrun (selftests' check_overrun). */
+static void test_deleted_discarded(void)
+{
+    int sig = SIGUSR1;
+    sigset_t set = sigset_of(sig);
+    siginfo_t si;
+    block_sig(sig);
+    timer_t a = mk_timer(SIGEV_SIGNAL, sig, 1);
+    arm_rel(a, NS_PER_MS, 0);
+    sleep_ns(10 * NS_PER_MS);
+    CHECK(is_pending(sig), "the first timer's signal is not pending");
+    CHECK_OK(timer_delete(a));
+    CHECK(!is_pending(sig), "the deleted timer's signal is still pending");
+    /* Another source's signal is delivered as itself. */
+    CHECK_OK(kill(getpid(), sig));
+    CHECK(wait_sig(&set, &si, NS_PER_S) == sig, "kill()'s signal was lost");
+    CHECK(si.si_code == SI_USER, "kill()'s signal: si_code %d", si.si_code);
+    /* So is one pending when a re-armed timer's signal is withdrawn. */
+    a = mk_timer(SIGEV_SIGNAL, sig, 1);
+    arm_rel(a, NS_PER_MS, 0);
+    sleep_ns(10 * NS_PER_MS);
+    arm_rel(a, 3600 * NS_PER_S, 0);
+    CHECK(!is_pending(sig), "the re-armed timer's old signal is still pending");
+    CHECK_OK(timer_delete(a));
+    timer_t b = mk_timer(SIGEV_SIGNAL, sig, 2);
+    int64_t P = NS_PER_MS, t0 = mono_ns() + P;
+    arm_abs(b, t0, P);
+    sleep_ns(20 * NS_PER_MS);
+    int64_t pre = mono_ns();
+    CHECK(wait_sig(&set, &si, NS_PER_S) == sig, "the live timer's signal was lost");
+    int64_t post = mono_ns();
+    CHECK(si.si_value.sival_int == 2, "the deleted timer's signal was delivered");
+    long long total = 1LL + si.si_overrun;
+    long long lo = (pre - t0) / P + 1, hi = (post - t0) / P + 1;
+    CHECK(total >= lo && total <= hi, "1 + si_overrun: expected [%lld, %lld], got %lld", lo,
+          hi, total);
+    CHECK_OK(timer_delete(b));
+    CHECK(wait_sig(&set, &si, 30 * NS_PER_MS) == -1, "a signal after delete (sival %d)",
+          si.si_value.sival_int);
+    unblock_sig(sig);
+}
+
+/* Periodic timer read with sigtimedwait: each signal's 1 + si_overrun adds up
+ * to the periods elapsed at its acceptance, exactly, and timer_getoverrun
+ * agrees with si_overrun. */
+static void test_exact_overrun(int notify, int sig, int64_t P, int64_t run)
+{
+    sigset_t set = sigset_of(sig);
+    siginfo_t si;
+    block_sig(sig);
+    timer_t t = mk_timer(notify, sig, 3);
+    int64_t t0 = mono_ns() + NS_PER_MS;
+    arm_abs(t, t0, P);
+    long long total = 0, n = 0;
+    int64_t end = t0 + run;
+    while (mono_ns() < end) {
+        int64_t pre = mono_ns();
+        CHECK(wait_sig(&set, &si, NS_PER_S) == sig, "signal %lld missing", n + 1);
+        int64_t post = mono_ns();
+        int ov = timer_getoverrun(t);
+        total += 1LL + si.si_overrun;
+        n++;
+        long long lo = pre < t0 ? 1 : (pre - t0) / P + 1, hi = (post - t0) / P + 1;
+        CHECK(total >= lo && total <= hi,
+              "signal %lld (notify %d, period %lld us): signals + overruns %lld, periods "
+              "elapsed at acceptance in [%lld, %lld]",
+              n, notify, (long long)(P / 1000), total, lo, hi);
+        CHECK(ov == si.si_overrun, "timer_getoverrun %d, si_overrun %d", ov, si.si_overrun);
+        if (n % 64 == 0)
+            sleep_ns(P * 7 / 2); /* let periods pass while pending */
+    }
+    note("notify %d period %lld: %lld signals, total %lld", notify, (long long)P, n, total);
+    CHECK_OK(timer_delete(t));
+    while (wait_sig(&set, &si, 0) == sig) {
+    }
+    unblock_sig(sig);
+}
+
+/* The same through a signalfd: ssi_overrun is the overrun at the read. */
+static void test_signalfd_overrun(void)
+{
+    int sig = SIGRTMIN + 2;
+    sigset_t set = sigset_of(sig);
+    int64_t P = 100 * NS_PER_US;
+    block_sig(sig);
+    int fd = CHECK_OK(signalfd(-1, &set, SFD_CLOEXEC));
+    timer_t t = mk_timer(SIGEV_SIGNAL, sig, 4);
+    int64_t t0 = mono_ns() + NS_PER_MS;
+    arm_abs(t, t0, P);
+    long long total = 0, n = 0;
+    int64_t end = t0 + 200 * NS_PER_MS;
+    while (mono_ns() < end) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        CHECK(poll(&pfd, 1, 1000) == 1, "signalfd not readable");
+        struct signalfd_siginfo rec;
+        int64_t pre = mono_ns();
+        CHECK(read(fd, &rec, sizeof rec) == (ssize_t)sizeof rec, "read: errno %d", errno);
+        int64_t post = mono_ns();
+        int ov = timer_getoverrun(t);
+        CHECK((int)rec.ssi_code == SI_TIMER && rec.ssi_int == 4, "bad record");
+        total += 1LL + rec.ssi_overrun;
+        n++;
+        long long lo = (pre - t0) / P + 1, hi = (post - t0) / P + 1;
+        CHECK(total >= lo && total <= hi,
+              "record %lld: signals + overruns %lld, periods elapsed at the read in "
+              "[%lld, %lld]",
+              n, total, lo, hi);
+        CHECK(ov == (int)rec.ssi_overrun, "timer_getoverrun %d, ssi_overrun %u", ov,
+              rec.ssi_overrun);
+        if (n % 32 == 0)
+            sleep_ns(P * 5);
+    }
+    CHECK_OK(timer_delete(t));
+    CHECK_OK(close(fd));
+    siginfo_t si;
+    while (wait_sig(&set, &si, 0) == sig) {
+    }
+    unblock_sig(sig);
+}
+
+/* While the timer's signal is pending, timer_getoverrun reports the last
+ * delivered signal's overrun. */
+static void test_getoverrun_while_pending(void)
+{
+    int sig = SIGRTMIN + 3;
+    sigset_t set = sigset_of(sig);
+    siginfo_t si;
+    block_sig(sig);
+    timer_t t = mk_timer(SIGEV_SIGNAL, sig, 6);
+    arm_rel(t, NS_PER_MS, NS_PER_MS);
+    CHECK(wait_sig(&set, &si, NS_PER_S) == sig, "first signal missing");
+    int first = si.si_overrun;
+    sleep_ns(20 * NS_PER_MS);
+    CHECK(is_pending(sig), "the second signal is not pending");
+    int ov = timer_getoverrun(t);
+    CHECK(ov == first, "while pending: expected the last delivered overrun %d, got %d", first,
+          ov);
+    CHECK_OK(timer_delete(t));
+    while (wait_sig(&set, &si, 0) == sig) {
+    }
+    unblock_sig(sig);
+}
+
+static _Atomic int immediate;
+static void count_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    if (si->si_code == SI_TIMER && si->si_value.sival_int == 8)
+        atomic_fetch_add(&immediate, 1);
+}
+
+/* An expiry already due when armed is signalled before timer_settime
+ * returns (the signal is unblocked on this thread). */
+static void test_due_at_settime(void)
+{
+    int sig = SIGUSR2;
+    set_handler(sig, count_handler, 0);
+    unblock_sig(sig);
+    timer_t t = mk_timer(SIGEV_SIGNAL, sig, 8);
+    atomic_store(&immediate, 0);
+    for (int i = 0; i < 200; i++) {
+        if (i % 2 == 0) {
+            struct itimerspec past = {.it_value = ns_ts(mono_ns() - NS_PER_S)};
+            CHECK_OK(timer_settime(t, TIMER_ABSTIME, &past, NULL));
+        } else {
+            arm_rel(t, 1, 0);
+        }
+        CHECK(atomic_load(&immediate) == i + 1,
+              "iteration %d (%s): handler ran %d times when timer_settime returned", i,
+              i % 2 ? "1 ns" : "absolute, past", atomic_load(&immediate));
+    }
+    CHECK_OK(timer_delete(t));
+    signal(sig, SIG_DFL);
+}
+
+/* A signal left at SIG_DFL that the kernel ignores by default, blocked for
+ * a while, then unblocked: its overrun is latched when it is taken. */
+static void test_default_ignored(void)
+{
+    int sig = SIGWINCH;
+    block_sig(sig);
+    timer_t t = mk_timer(SIGEV_SIGNAL, sig, 9);
+    int64_t P = NS_PER_MS, t0 = mono_ns() + P;
+    arm_abs(t, t0, P);
+    sleep_ns(50 * NS_PER_MS);
+    int64_t pre = mono_ns();
+    unblock_sig(sig);
+    int ov = timer_getoverrun(t);
+    int64_t post = mono_ns();
+    long long lo = (pre - t0) / P, hi = (post - t0) / P;
+    CHECK(ov >= lo && ov <= hi, "overrun after unblock: expected [%lld, %lld], got %d", lo, hi,
+          ov);
+    CHECK_OK(timer_delete(t));
+}
+
+int main(void)
+{
+    check_init("signals", 30);
+    phase("standard_each_queued", 10);
+    test_standard_each_queued();
+    phase("beside_sigqueue", 5);
+    test_beside_sigqueue();
+    phase("deleted_discarded", 5);
+    test_deleted_discarded();
+    phase("exact_overrun signal 100us", 10);
+    test_exact_overrun(SIGEV_SIGNAL, SIGRTMIN + 1, 100 * NS_PER_US, 300 * NS_PER_MS);
+    phase("exact_overrun thread_id 20us", 10);
+    test_exact_overrun(SIGEV_THREAD_ID, SIGRTMIN + 1, 20 * NS_PER_US, 300 * NS_PER_MS);
+    phase("exact_overrun standard signal", 10);
+    test_exact_overrun(SIGEV_SIGNAL, SIGUSR1, 100 * NS_PER_US, 200 * NS_PER_MS);
+    phase("signalfd_overrun", 10);
+    test_signalfd_overrun();
+    phase("getoverrun_while_pending", 5);
+    test_getoverrun_while_pending();
+    phase("due_at_settime", 10);
+    test_due_at_settime();
+    phase("default_ignored", 5);
+    test_default_ignored();
+    check_ok();
+    return 0;
+}
