@@ -288,6 +288,25 @@ pub unsafe extern "C" fn utimer_timerfd_gettime(
     })
 }
 
+/// Before a `read` of timerfd `fd`: adds to its count every expiry that
+/// has passed and that its worker has not written yet, as the kernel's
+/// `timerfd_read()` forwards the timer to the moment of the read. The
+/// drop-in library calls it from its `read`. Rust only (no C header
+/// entry); anything that is not a utimer timerfd of `u` is left alone.
+///
+/// # Safety
+/// `u` is NULL or live.
+pub unsafe fn timerfd_expire_due(u: *mut utimer_t, fd: c_int) {
+    guard((), || {
+        // SAFETY: the caller's promise.
+        let u = unsafe { handle(u) }?;
+        if let Some(id) = TABLE.get(fd) {
+            u.sys.posix().timer_fd_expire_due(id);
+        }
+        Ok(())
+    })
+}
+
 /// Forgets timerfd `fd` without closing the descriptor: deletes its timer
 /// (no expiry is written after this returns) and frees the number in the
 /// table. For a program that is about to close or replace the number

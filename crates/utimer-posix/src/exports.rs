@@ -316,7 +316,8 @@ pub(crate) unsafe extern "C" fn utimer_posix_write(
 }
 
 /// `read()`: a read of one of the program's signalfds reports the timer
-/// signals it accepts (`signals.rs`); every other read goes to glibc.
+/// signals it accepts (`signals.rs`); a utimer timerfd's count is brought
+/// up to the moment of the read (`timerfd.rs`); every read goes to glibc.
 ///
 /// # Safety
 /// As glibc's.
@@ -328,6 +329,7 @@ pub(crate) unsafe extern "C" fn utimer_posix_read(
 ) -> libc::ssize_t {
     let read = crate::real::real().read;
     if !signals::is_signalfd(fd) {
+        timerfd::before_read(fd);
         // SAFETY: glibc's function, the caller's arguments.
         return unsafe { read(fd, buf, n) };
     }
@@ -349,6 +351,7 @@ pub(crate) unsafe extern "C" fn utimer_posix_read_chk(
 ) -> libc::ssize_t {
     let read_chk = crate::real::real().read_chk;
     if !signals::is_signalfd(fd) {
+        timerfd::before_read(fd);
         // SAFETY: glibc's function, the caller's arguments.
         return unsafe { read_chk(fd, buf, n, size) };
     }

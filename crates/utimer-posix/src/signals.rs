@@ -531,7 +531,11 @@ pub(crate) unsafe fn read_signalfd(
                 continue;
             }
             // SAFETY: as above; `kept <= i`, inside what was read.
-            unsafe { buf.cast::<libc::signalfd_siginfo>().add(kept).write_unaligned(rec) };
+            unsafe {
+                buf.cast::<libc::signalfd_siginfo>()
+                    .add(kept)
+                    .write_unaligned(rec)
+            };
             kept += 1;
         }
         if kept > 0 || records == 0 {
@@ -559,7 +563,9 @@ fn signalfd_record_accepted(rec: &mut libc::signalfd_siginfo) -> bool {
     let mut info = utimer::posix::siginfo_of_signalfd(rec);
     let _section = critical::enter();
     // SAFETY: a live system and a live siginfo_t.
-    let r = unsafe { utimer_capi::utimer_timer_signal_accepted(u, (&mut info as *mut libc::siginfo_t).cast()) };
+    let r = unsafe {
+        utimer_capi::utimer_timer_signal_accepted(u, (&mut info as *mut libc::siginfo_t).cast())
+    };
     if r == 1 {
         utimer::posix::signalfd_update(&info, rec);
     }

@@ -134,10 +134,9 @@ impl PosixTimers<'_> {
             .insert(|id| {
                 let notify = notify(TimerId(id));
                 served = notify.served_thread();
-                let inner = match notify
-                    .check()
-                    .and_then(|()| Inner::new(self.sys.env(), worker, owner, id, clock, notify, fd.take()))
-                {
+                let inner = match notify.check().and_then(|()| {
+                    Inner::new(self.sys.env(), worker, owner, id, clock, notify, fd.take())
+                }) {
                     Ok(inner) => inner,
                     Err(e) => {
                         made = Err(e);
@@ -250,9 +249,8 @@ impl PosixTimers<'_> {
             return Some(self.doorbell_accepted(info, signo, q.doorbell));
         }
         let owner = Registry::of(self.sys).owner;
-        let look = |t: &PosixTimer| {
-            (t.owner == owner).then(|| t.inner.signal_accepted(q.tag, q.overrun))
-        };
+        let look =
+            |t: &PosixTimer| (t.owner == owner).then(|| t.inner.signal_accepted(q.tag, q.overrun));
         let seen = if super::signal_context() {
             TABLE.with_unpinned(q.id, look)
         } else {
@@ -280,8 +278,11 @@ impl PosixTimers<'_> {
         let mut delivered = false;
         while let Some(e) = sigqueue::pop(signo, thread) {
             let look = |t: &PosixTimer| {
-                (t.owner == e.owner)
-                    .then(|| t.inner.signal_accepted(e.tag, 0).map(|o| (o, t.inner.signal_value())))
+                (t.owner == e.owner).then(|| {
+                    t.inner
+                        .signal_accepted(e.tag, 0)
+                        .map(|o| (o, t.inner.signal_value()))
+                })
             };
             let seen = if super::signal_context() {
                 TABLE.with_unpinned(e.id, look)
@@ -300,6 +301,19 @@ impl PosixTimers<'_> {
             sigqueue::ring_remaining(signo, me);
         }
         delivered
+    }
+
+    /// Adds to a [`Notify::Fd`] timer's count every expiry that has passed
+    /// and that its worker has not written yet: the kernel's
+    /// `timerfd_read()`, which forwards the timer to the moment of the
+    /// read. Call it before reading the descriptor, for a count exact to
+    /// the read. Anything else (no such timer, another notification) is
+    /// left alone.
+    pub fn timer_fd_expire_due(&self, id: TimerId) {
+        let _ = self.with_posix(id, |t| {
+            t.fd_expire_due();
+            Ok(())
+        });
     }
 
     /// The file descriptor of a [`Notify::Fd`] timer: readable once it

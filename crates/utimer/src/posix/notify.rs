@@ -420,54 +420,6 @@ pub(crate) fn set_timer(info: &mut libc::siginfo_t, id: i32, value: usize, overr
     t.overrun = overrun;
 }
 
-/// Takes a pending instance of `signo` off this thread's or the process's
-/// pending list without waiting (`rt_sigtimedwait` with a zero timeout,
-/// which takes it whether or not the thread blocks it).
-pub(crate) fn take_pending(signo: i32) -> Option<libc::siginfo_t> {
-    // SAFETY: zeroed sigset_t, siginfo_t and timespec are valid values; the
-    // system call reads the set and timeout and writes the siginfo_t, all
-    // live; 8 is the kernel's sigset size.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigaddset(&mut set, signo);
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let zero: libc::timespec = std::mem::zeroed();
-        let r = libc::syscall(
-            libc::SYS_rt_sigtimedwait,
-            &set as *const libc::sigset_t,
-            &mut info as *mut libc::siginfo_t,
-            &zero as *const libc::timespec,
-            8usize,
-        );
-        (r == i64::from(signo)).then_some(info)
-    }
-}
-
-/// Queues `info` again, as it was taken by [`take_pending`]: to this
-/// thread if it was sent to a thread (`SI_TKILL`), else to the process.
-pub(crate) fn requeue(signo: i32, info: &libc::siginfo_t) {
-    // SAFETY: a process may queue any si_code to itself; the kernel reads
-    // 128 bytes from a live siginfo_t.
-    unsafe {
-        if info.si_code == libc::SI_TKILL {
-            libc::syscall(
-                libc::SYS_rt_tgsigqueueinfo,
-                libc::getpid(),
-                libc::gettid(),
-                signo,
-                info as *const libc::siginfo_t,
-            );
-        } else {
-            libc::syscall(
-                libc::SYS_rt_sigqueueinfo,
-                libc::getpid(),
-                signo,
-                info as *const libc::siginfo_t,
-            );
-        }
-    }
-}
-
 /// Whether the calling thread blocks `signo`.
 pub(crate) fn blocked_here(signo: i32) -> bool {
     // SAFETY: a zeroed sigset_t is a valid set; pthread_sigmask with a NULL

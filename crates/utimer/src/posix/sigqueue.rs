@@ -33,7 +33,9 @@
 //!   pending or an acceptance is under way that will ring the next;
 //! * a deleted or re-armed timer's entry is removed ([`remove`]); the
 //!   doorbell it rang then serves the next entry, or, if none is left, is
-//!   dropped when accepted, as the kernel would never have delivered it;
+//!   dropped when accepted. The kernel does the same: the stale signal
+//!   stays pending (`sigpending()` shows it, and it takes a standard
+//!   signal's slot) until its dequeue drops it (`it_signal_seq`);
 //! * a list is rung only while it has entries, so a doorbell that finds
 //!   none is one whose entry was removed, never one rung in excess.
 //!
@@ -161,42 +163,11 @@ pub(crate) fn remove(signo: i32, id: i32) {
     if !waiting(signo) {
         return;
     }
-    let emptied = {
-        let Some(mut l) = list(signo) else { return };
-        let Some(i) = l.entries.iter().position(|e| e.id == id) else {
-            return;
-        };
-        let thread = l.entries.remove(i).and_then(|e| e.thread);
-        mark(signo, &l);
-        (!l.entries.iter().any(|e| e.thread == thread)).then_some(thread)
-    };
-    if let Some(thread) = emptied {
-        retract(signo, thread);
-    }
-}
-
-/// Takes back the doorbell of a standard signal's list that no entry is
-/// left on, if this thread can reach it (the process's list, or its own):
-/// a doorbell left pending would take the one pending slot, and another
-/// source's signal of that number would merge with it and be dropped with
-/// it. Anything else taken on the way is queued again as it was.
-fn retract(signo: i32, thread: Option<i32>) {
-    if !is_standard(signo) || thread.is_some_and(|t| t != notify::gettid()) {
-        return;
-    }
-    // The thread's own list and the process's each hold at most one.
-    let mut others: [Option<libc::siginfo_t>; 2] = [None, None];
-    for slot in &mut others {
-        let Some(info) = notify::take_pending(signo) else {
-            break;
-        };
-        if notify::utimer_signal(&info).is_some_and(|q| q.doorbell != 0) {
-            break;
+    if let Some(mut l) = list(signo) {
+        if let Some(i) = l.entries.iter().position(|e| e.id == id) {
+            l.entries.remove(i);
         }
-        *slot = Some(info);
-    }
-    for info in others.iter().flatten() {
-        notify::requeue(signo, info);
+        mark(signo, &l);
     }
 }
 
@@ -246,8 +217,7 @@ pub(crate) fn ring_remaining(signo: i32, me: i32) {
 
 /// Whether `signo`'s list for `thread` has entries.
 pub(crate) fn has_entries(signo: i32, thread: Option<i32>) -> bool {
-    waiting(signo)
-        && list(signo).is_some_and(|l| l.entries.iter().any(|e| e.thread == thread))
+    waiting(signo) && list(signo).is_some_and(|l| l.entries.iter().any(|e| e.thread == thread))
 }
 
 /// The entries of `signo` can no longer be served (the program now

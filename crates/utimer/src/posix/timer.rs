@@ -122,7 +122,9 @@ impl State {
 pub(crate) const KTIME_MAX: u64 = i64::MAX as u64;
 
 fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).min(KTIME_MAX)
+    u64::try_from(d.as_nanos())
+        .unwrap_or(u64::MAX)
+        .min(KTIME_MAX)
 }
 
 /// `now + value`, saturating at `KTIME_MAX` as the kernel's
@@ -421,6 +423,44 @@ impl Inner {
             .as_ref()
             .map(notify::raw)
             .ok_or(TimerError::InvalidArgument)
+    }
+
+    /// [`PosixTimers::timer_fd_expire_due`](crate::PosixTimers::timer_fd_expire_due):
+    /// the expiries up to now, written now. The hrtimer, still queued for
+    /// one of them, finds the timer moved on when it fires (`fire.rs`).
+    pub(crate) fn fd_expire_due(&self) {
+        if !matches!(self.notify, Notify::Fd) {
+            return;
+        }
+        // Not armed, or not due: the published copy says so, without the
+        // lock (an armed timer's expiry is read against the clock).
+        let due = self
+            .snap
+            .read(|seen| seen.armed && !seen.deleted && seen.expires <= self.now(seen.eff));
+        if due == Some(false) {
+            return;
+        }
+        let mut st = self.lock();
+        if st.deleted || !st.armed {
+            return;
+        }
+        let now = self.now(st.eff);
+        if st.expires > now {
+            return;
+        }
+        let n = if st.interval > 0 {
+            let (next, n) = forward_expiry(st.expires, now, Duration::from_nanos(st.interval));
+            st.expires = next;
+            n.max(1)
+        } else {
+            st.armed = false;
+            1
+        };
+        st.overrun_last = clamp(n - 1);
+        if let Some(fd) = &st.fd {
+            notify::fd_add(fd, n);
+        }
+        st.fd_dirty = true;
     }
 
     /// Locks the state with the hrtimer stopped: neither queued nor running

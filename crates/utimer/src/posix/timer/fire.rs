@@ -3,9 +3,9 @@
 //! `posix_timer_fn()`), under `it_lock` as the parent module's rules say.
 
 use super::{clamp, signal_tag, Inner, State, MAX_BACKOFF};
-use crate::posix::sigqueue::{self, Entry};
 use crate::hrtimer::{forward_expiry, HrFire, HrRestart};
 use crate::posix::notify::{self, Notify};
+use crate::posix::sigqueue::{self, Entry};
 use crate::posix::TimerId;
 use std::sync::Weak;
 use std::time::Duration;
@@ -133,7 +133,10 @@ pub(super) fn expire_signal(
         st.backoff = if st.queued_entry {
             MAX_BACKOFF
         } else {
-            st.backoff.saturating_mul(2).max(st.interval).min(MAX_BACKOFF)
+            st.backoff
+                .saturating_mul(2)
+                .max(st.interval)
+                .min(MAX_BACKOFF)
         };
         return Some(st.expires.max(now.saturating_add(st.backoff)));
     }
