@@ -90,9 +90,10 @@ fn clock_of(clock: libc::clockid_t) -> Result<ClockId, Errno> {
 /// `*timerid`: the kernel's `timer_create()`. `sevp`: `SIGEV_NONE`,
 /// `SIGEV_SIGNAL`, `SIGEV_THREAD` (as glibc: each expiry's function runs
 /// on a new detached thread made with a copy of `sigev_notify_attributes`
-/// and the creating thread's signal mask, so a slow function never delays
-/// another timer), `SIGEV_THREAD_ID`, `UTIMER_SIGEV_FD`, or NULL for
-/// `SIGEV_SIGNAL` with `SIGALRM` and the timer's ID as `sival_int` (POSIX).
+/// and every signal blocked, so a slow function never delays another timer
+/// and no signal sent to the process lands on it), `SIGEV_THREAD_ID`,
+/// `UTIMER_SIGEV_FD`, or NULL for `SIGEV_SIGNAL` with `SIGALRM` and the
+/// timer's ID as `sival_int` (POSIX).
 ///
 /// Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, unknown clock or
 /// notification, bad signal, NULL `SIGEV_THREAD` function), `EFAULT` (NULL
