@@ -522,6 +522,43 @@ static void test_sigev_thread_mask(void)
     CHECK_PT(pthread_sigmask(SIG_SETMASK, &old, NULL));
 }
 
+/* A pointer no memory of the program can be at (the zero page, the
+ * kernel's half, an end that wraps): the kernel answers EFAULT (its
+ * access_ok()), through the libc functions too, not a crash.  Built at
+ * run time so the compiler sees no constant address. */
+static void *nowhere(int i)
+{
+    static volatile uintptr_t addrs[] = {1, 4095, 0xffff800000000000u, UINTPTR_MAX - 7};
+    return (void *)addrs[i];
+}
+#define NOWHERE 4
+
+static void test_bad_pointers(void)
+{
+    struct itimerspec good = its_ns(5 * NS_PER_S, 0), g;
+    /* SIGEV_SIGNAL, blocked and never due: see test_settime_gettime. */
+    block_sig(SIGRTMIN + 4);
+    timer_t t = mk_timer(CLOCK_MONOTONIC, SIGEV_SIGNAL, SIGRTMIN + 4, 0);
+    for (int i = 0; i < NOWHERE; i++) {
+        void *bad = nowhere(i);
+        CHECK_ERR(timer_settime(t, 0, bad, NULL), EFAULT);
+        CHECK_ERR(timer_settime(t, TIMER_ABSTIME, bad, &g), EFAULT);
+        check_disarmed(t, __LINE__);
+        CHECK_ERR(timer_gettime(t, bad), EFAULT);
+        /* The old value is written last: the timer is armed all the same. */
+        CHECK_ERR(timer_settime(t, 0, &good, bad), EFAULT);
+        CHECK_OK(timer_gettime(t, &g));
+        CHECK(ts_ns(&g.it_value) > 4 * NS_PER_S && ts_ns(&g.it_value) <= 5 * NS_PER_S,
+              "%p as old_value: timer not armed (value %lld)", bad,
+              (long long)ts_ns(&g.it_value));
+        set_ns(t, 0, 0, 0);
+    }
+    /* new_value is read before the timer is looked up. */
+    CHECK_OK(timer_delete(t));
+    CHECK_ERR(timer_settime(t, 0, nowhere(0), NULL), EFAULT);
+    CHECK_ERR(timer_gettime(t, nowhere(0)), EINVAL);
+}
+
 /* CPU-time clocks. */
 static _Atomic int burn_stop;
 static void burn_until(clockid_t clk, int64_t target, const sigset_t *pend_sig, int64_t *at)
@@ -643,6 +680,8 @@ int main(void)
     test_sigev_thread();
     phase("sigev_thread_mask", 5);
     test_sigev_thread_mask();
+    phase("bad_pointers", 5);
+    test_bad_pointers();
     phase("cpu_clocks", 10);
     test_cpu_clocks();
     check_ok();
