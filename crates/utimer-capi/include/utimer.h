@@ -90,17 +90,21 @@ extern "C" {
  `*timerid`: the kernel's `timer_create()`. `sevp`: `SIGEV_NONE`,
  `SIGEV_SIGNAL`, `SIGEV_THREAD` (as glibc: each expiry's function runs
  on a new detached thread made with a copy of `sigev_notify_attributes`
- and the creating thread's signal mask, so a slow function never delays
- another timer), `SIGEV_THREAD_ID`, `UTIMER_SIGEV_FD`, or NULL for
- `SIGEV_SIGNAL` with `SIGALRM` and the timer's ID as `sival_int` (POSIX).
+ and every signal blocked, so a slow function never delays another timer
+ and no signal sent to the process lands on it), `SIGEV_THREAD_ID`,
+ `UTIMER_SIGEV_FD`, or NULL for `SIGEV_SIGNAL` with `SIGALRM` and the
+ timer's ID as `sival_int` (POSIX).
 
  Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, unknown clock or
- notification, bad signal, NULL `SIGEV_THREAD` function), `EFAULT` (NULL
- `timerid`), `EAGAIN` (no ID left), or the error of opening the fd.
+ notification, bad signal, NULL `SIGEV_THREAD` function), `EFAULT`
+ (`sevp` or `timerid` where no memory can be: NULL `timerid`, the zero
+ page, past the top of user space), `EAGAIN` (no ID left), or the error
+ of opening the fd.
 
  # Safety
- `u` is NULL or live; `sevp` is NULL or points to a `struct sigevent`;
- `timerid` is NULL or writable.
+ `u` is NULL or live; `sevp` is NULL, where no memory can be, or points
+ to a `struct sigevent`; `timerid` is where no memory can be or
+ writable.
  */
 int utimer_timer_create(struct utimer_t *u,
                         clockid_t clock,
@@ -114,13 +118,15 @@ int utimer_timer_create(struct utimer_t *u,
  `TIMER_ABSTIME`. Waits for a running `SIGEV_THREAD` callback, unless
  called from it.
 
- Returns 0, or -1 with `errno = EINVAL` (NULL `u` or `new_value`,
+ Returns 0, or -1 with `errno`: `EINVAL` (NULL `u` or `new_value`,
  unknown or deleted ID, other flags, negative or non-normalized
- timespec).
+ timespec), `EFAULT` (`new_value` or `old_value` where no memory can be:
+ the zero page, past the top of user space; as the kernel, a bad
+ `old_value` is found once the timer is armed).
 
  # Safety
- `u` is NULL or live; `new_value` is NULL or readable; `old_value` is
- NULL or writable.
+ `u` is NULL or live; `new_value` is NULL, where no memory can be, or
+ readable; `old_value` is NULL, where no memory can be, or writable.
  */
 int utimer_timer_settime(struct utimer_t *u,
                          int timerid,
@@ -133,10 +139,12 @@ int utimer_timer_settime(struct utimer_t *u,
  `*curr_value` (zero: disarmed): the kernel's `timer_gettime()`.
 
  Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, unknown or deleted
- ID), `EFAULT` (NULL `curr_value`).
+ ID), `EFAULT` (`curr_value` where no memory can be: NULL, the zero page,
+ past the top of user space).
 
  # Safety
- `u` is NULL or live; `curr_value` is NULL or writable.
+ `u` is NULL or live; `curr_value` is where no memory can be (NULL
+ included) or writable.
  */
 int utimer_timer_gettime(struct utimer_t *u,
                          int timerid,
@@ -318,11 +326,15 @@ int utimer_timerfd_create(struct utimer_t *u,
 
  Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, a descriptor that is
  no utimer timerfd, other flags, a bad timespec), `EBADF` (a descriptor
- that is not open), `EFAULT` (NULL `new_value`, as the kernel).
+ that is not open), `EFAULT` (`new_value` or `old_value` where no memory
+ can be: NULL `new_value`, the zero page, past the top of user space;
+ as the kernel, a bad `new_value` is found first and a bad `old_value`
+ once the timer is armed).
 
  # Safety
- `u` is NULL or live; `new_value` is NULL or readable; `old_value` is
- NULL or writable.
+ `u` is NULL or live; `new_value` is where no memory can be (NULL
+ included) or readable; `old_value` is NULL, where no memory can be, or
+ writable.
  */
 int utimer_timerfd_settime(struct utimer_t *u,
                            int fd,
@@ -335,10 +347,12 @@ int utimer_timerfd_settime(struct utimer_t *u,
  `*curr_value` (zero: disarmed): the kernel's `timerfd_gettime()`.
 
  Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, a descriptor that is
- no utimer timerfd), `EBADF` (not open), `EFAULT` (NULL `curr_value`).
+ no utimer timerfd), `EBADF` (not open), `EFAULT` (`curr_value` where no
+ memory can be: NULL, the zero page, past the top of user space).
 
  # Safety
- `u` is NULL or live; `curr_value` is NULL or writable.
+ `u` is NULL or live; `curr_value` is where no memory can be (NULL
+ included) or writable.
  */
 int utimer_timerfd_gettime(struct utimer_t *u,
                            int fd,

@@ -12,7 +12,10 @@
 //! * every pointer argument is checked: a NULL handle is `EINVAL`, a NULL
 //!   pointer where data must be written is `EFAULT` (as the kernel's
 //!   `copy_to_user` would fail), a NULL `new_value` to `timer_settime` is
-//!   `EINVAL` (as the kernel).
+//!   `EINVAL` (as the kernel); a timer's data pointer that no memory of the
+//!   program can be at (the zero page, past the top of user space) is
+//!   `EFAULT`, as the kernel's `access_ok()` answers
+//!   ([`user_pointer_ok`]).
 //!
 //! Modules, one concept each: `system.rs` (`utimer_open`, `utimer_close`,
 //! jiffies), `posix.rs` (the POSIX timer calls and `struct sigevent`),
@@ -50,6 +53,7 @@ mod timerfd;
 mod wheel;
 mod worker;
 
+pub use ffi::user_pointer_ok;
 pub use posix::*;
 pub use system::*;
 pub use timerfd::*;

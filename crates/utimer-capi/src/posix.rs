@@ -5,7 +5,7 @@
 //! Rust crate's `posix` module and README, including the few differences
 //! user space imposes on signals).
 
-use crate::ffi::{errno, guard, handle, Errno};
+use crate::ffi::{errno, guard, handle, user_pointer, Errno};
 use crate::sigev_thread::Spawner;
 use crate::system::utimer_t;
 use std::os::raw::{c_int, c_void};
@@ -90,17 +90,21 @@ fn clock_of(clock: libc::clockid_t) -> Result<ClockId, Errno> {
 /// `*timerid`: the kernel's `timer_create()`. `sevp`: `SIGEV_NONE`,
 /// `SIGEV_SIGNAL`, `SIGEV_THREAD` (as glibc: each expiry's function runs
 /// on a new detached thread made with a copy of `sigev_notify_attributes`
-/// and the creating thread's signal mask, so a slow function never delays
-/// another timer), `SIGEV_THREAD_ID`, `UTIMER_SIGEV_FD`, or NULL for
-/// `SIGEV_SIGNAL` with `SIGALRM` and the timer's ID as `sival_int` (POSIX).
+/// and every signal blocked, so a slow function never delays another timer
+/// and no signal sent to the process lands on it), `SIGEV_THREAD_ID`,
+/// `UTIMER_SIGEV_FD`, or NULL for `SIGEV_SIGNAL` with `SIGALRM` and the
+/// timer's ID as `sival_int` (POSIX).
 ///
 /// Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, unknown clock or
-/// notification, bad signal, NULL `SIGEV_THREAD` function), `EFAULT` (NULL
-/// `timerid`), `EAGAIN` (no ID left), or the error of opening the fd.
+/// notification, bad signal, NULL `SIGEV_THREAD` function), `EFAULT`
+/// (`sevp` or `timerid` where no memory can be: NULL `timerid`, the zero
+/// page, past the top of user space), `EAGAIN` (no ID left), or the error
+/// of opening the fd.
 ///
 /// # Safety
-/// `u` is NULL or live; `sevp` is NULL or points to a `struct sigevent`;
-/// `timerid` is NULL or writable.
+/// `u` is NULL or live; `sevp` is NULL, where no memory can be, or points
+/// to a `struct sigevent`; `timerid` is where no memory can be or
+/// writable.
 #[no_mangle]
 pub unsafe extern "C" fn utimer_timer_create(
     u: *mut utimer_t,
@@ -111,12 +115,13 @@ pub unsafe extern "C" fn utimer_timer_create(
     guard(-1, || {
         // SAFETY: the caller's promise.
         let u = unsafe { handle(u) }?;
-        let clock = clock_of(clock)?;
-        if timerid.is_null() {
-            return Err(libc::EFAULT);
+        if !sevp.is_null() {
+            user_pointer(sevp)?;
         }
-        // SAFETY: a non-null `sevp` points to a `struct sigevent`, whose
-        // layout `SigEvent` mirrors (same size, asserted above).
+        let clock = clock_of(clock)?;
+        user_pointer(timerid)?;
+        // SAFETY: a non-null `sevp` in range points to a `struct sigevent`,
+        // whose layout `SigEvent` mirrors (same size, asserted above).
         let ev = unsafe { sevp.cast::<SigEvent>().as_ref() };
         let id = match ev {
             Some(ev) => {
@@ -130,7 +135,7 @@ pub unsafe extern "C" fn utimer_timer_create(
             }),
         }
         .map_err(errno)?;
-        // SAFETY: checked non-null; the caller promised it writable.
+        // SAFETY: checked in range; the caller promised it writable.
         unsafe { timerid.write(id.raw()) };
         Ok(0)
     })
@@ -142,13 +147,15 @@ pub unsafe extern "C" fn utimer_timer_create(
 /// `TIMER_ABSTIME`. Waits for a running `SIGEV_THREAD` callback, unless
 /// called from it.
 ///
-/// Returns 0, or -1 with `errno = EINVAL` (NULL `u` or `new_value`,
+/// Returns 0, or -1 with `errno`: `EINVAL` (NULL `u` or `new_value`,
 /// unknown or deleted ID, other flags, negative or non-normalized
-/// timespec).
+/// timespec), `EFAULT` (`new_value` or `old_value` where no memory can be:
+/// the zero page, past the top of user space; as the kernel, a bad
+/// `old_value` is found once the timer is armed).
 ///
 /// # Safety
-/// `u` is NULL or live; `new_value` is NULL or readable; `old_value` is
-/// NULL or writable.
+/// `u` is NULL or live; `new_value` is NULL, where no memory can be, or
+/// readable; `old_value` is NULL, where no memory can be, or writable.
 #[no_mangle]
 pub unsafe extern "C" fn utimer_timer_settime(
     u: *mut utimer_t,
@@ -160,8 +167,12 @@ pub unsafe extern "C" fn utimer_timer_settime(
     guard(-1, || {
         // SAFETY: the caller's promise.
         let u = unsafe { handle(u) }?;
-        // SAFETY: the caller's promise.
-        let new = unsafe { handle(new_value) }?;
+        if new_value.is_null() {
+            return Err(libc::EINVAL);
+        }
+        user_pointer(new_value)?;
+        // SAFETY: non-null and in range: the caller promised it readable.
+        let new = unsafe { &*new_value };
         if flags & !UTIMER_TIMER_ABSTIME != 0 {
             return Err(libc::EINVAL);
         }
@@ -172,10 +183,12 @@ pub unsafe extern "C" fn utimer_timer_settime(
 }
 
 /// The body of `utimer_timer_settime` and `utimer_timerfd_settime`: arms
-/// `id` with `new` and stores the old setting in `*old_value` if not NULL.
+/// `id` with `new` and stores the old setting in `*old_value` if not NULL
+/// (`EFAULT`, the timer armed, if [`user_pointer`] refuses it: the
+/// kernel's order).
 ///
 /// # Safety
-/// `old_value` is NULL or writable.
+/// `old_value` is NULL, refused by `user_pointer`, or writable.
 pub(crate) unsafe fn settime(
     u: &utimer_t,
     id: TimerId,
@@ -190,27 +203,27 @@ pub(crate) unsafe fn settime(
         .timer_settime(id, abstime, spec)
         .map_err(errno)?;
     if !old_value.is_null() {
-        // SAFETY: non-null, and the caller promised it writable.
+        user_pointer(old_value)?;
+        // SAFETY: non-null and in range: the caller promised it writable.
         unsafe { old_value.write(old.to_c()) };
     }
     Ok(0)
 }
 
 /// The body of `utimer_timer_gettime` and `utimer_timerfd_gettime`: stores
-/// `id`'s setting in `*curr_value` (`EFAULT` for NULL).
+/// `id`'s setting in `*curr_value` (`EFAULT` if [`user_pointer`] refuses
+/// it, NULL included).
 ///
 /// # Safety
-/// `curr_value` is NULL or writable.
+/// `curr_value` is refused by `user_pointer` or writable.
 pub(crate) unsafe fn gettime(
     u: &utimer_t,
     id: TimerId,
     curr_value: *mut libc::itimerspec,
 ) -> Result<c_int, Errno> {
     let cur = u.sys.posix().timer_gettime(id).map_err(errno)?;
-    if curr_value.is_null() {
-        return Err(libc::EFAULT);
-    }
-    // SAFETY: non-null, and the caller promised it writable.
+    user_pointer(curr_value)?;
+    // SAFETY: in range, and the caller promised it writable.
     unsafe { curr_value.write(cur.to_c()) };
     Ok(0)
 }
@@ -219,10 +232,12 @@ pub(crate) unsafe fn gettime(
 /// `*curr_value` (zero: disarmed): the kernel's `timer_gettime()`.
 ///
 /// Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, unknown or deleted
-/// ID), `EFAULT` (NULL `curr_value`).
+/// ID), `EFAULT` (`curr_value` where no memory can be: NULL, the zero page,
+/// past the top of user space).
 ///
 /// # Safety
-/// `u` is NULL or live; `curr_value` is NULL or writable.
+/// `u` is NULL or live; `curr_value` is where no memory can be (NULL
+/// included) or writable.
 #[no_mangle]
 pub unsafe extern "C" fn utimer_timer_gettime(
     u: *mut utimer_t,

@@ -12,11 +12,15 @@
 //!   `pthread_attr_setstack` is not copied, since two notifications may run
 //!   at once and cannot share one stack: each thread gets a stack of that
 //!   size of its own.
-//! * It starts with the signal mask of the thread that called
-//!   `timer_create`, not the worker's (workers block every signal).
+//! * It starts with every signal blocked, as glibc's notification threads
+//!   (glibc's own internal signals aside, which its `pthread_sigmask` never
+//!   blocks), whatever the mask of the thread that called `timer_create`:
+//!   a signal sent to the process never lands on it. The mask is set on the
+//!   thread that makes it, around `pthread_create`, so the new thread
+//!   inherits it and no signal can land before the function runs.
 //! * When no thread can be made (`EAGAIN`: a thread limit), the function
-//!   runs on the worker rather than never: late for the other timers, but
-//!   not lost.
+//!   runs on the calling thread (the worker) rather than never, with every
+//!   signal blocked too: late for the other timers, but not lost.
 
 use crate::ffi::Errno;
 use std::mem::MaybeUninit;
@@ -25,15 +29,14 @@ use std::os::raw::c_void;
 /// A notification function of `struct sigevent`.
 pub(crate) type NotifyFn = unsafe extern "C" fn(libc::sigval);
 
-/// What a notification thread needs: its attributes and its signal mask.
+/// What a notification thread needs: its attributes.
 pub(crate) struct Spawner {
     /// Initialized by `pthread_attr_init`, destroyed in `Drop`; only ever
     /// read (by `pthread_create`) after `new` returns.
     attr: Box<libc::pthread_attr_t>,
-    mask: libc::sigset_t,
 }
 
-// SAFETY: after `new`, the attributes and the mask are only read:
+// SAFETY: after `new`, the attributes are only read:
 // `pthread_create` takes the attributes by const pointer and may be called
 // from several threads at once with the same ones.
 unsafe impl Send for Spawner {}
@@ -58,7 +61,7 @@ fn check(r: libc::c_int) -> Result<(), Errno> {
 
 impl Spawner {
     /// Copies `from` (NULL: the defaults) into attributes of its own, made
-    /// detached, and records the calling thread's signal mask.
+    /// detached.
     ///
     /// # Errors
     /// `EINVAL` when `from` holds a value the new attributes refuse.
@@ -66,16 +69,12 @@ impl Spawner {
     /// # Safety
     /// `from` is NULL or points to initialized `pthread_attr_t`.
     pub(crate) unsafe fn new(from: *const libc::pthread_attr_t) -> Result<Spawner, Errno> {
-        // SAFETY: both are plain C data, for which all zeroes is valid
-        // storage; pthread_attr_init and pthread_sigmask fill them below.
-        let (mut attr, mut mask): (Box<libc::pthread_attr_t>, libc::sigset_t) =
-            unsafe { (Box::new(std::mem::zeroed()), std::mem::zeroed()) };
+        // SAFETY: plain C data, for which all zeroes is valid storage;
+        // pthread_attr_init fills it below.
+        let mut attr: Box<libc::pthread_attr_t> = unsafe { Box::new(std::mem::zeroed()) };
         // SAFETY: initializes the attributes in place.
         check(unsafe { libc::pthread_attr_init(&mut *attr) })?;
-        // SAFETY: reads this thread's mask into a live set (with a NULL new
-        // set it cannot fail).
-        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask) };
-        let mut s = Spawner { attr, mask };
+        let mut s = Spawner { attr };
         if !from.is_null() {
             // SAFETY: the caller's promise for `from`; `s.attr` is ours.
             unsafe { s.copy_from(from) }?;
@@ -127,14 +126,15 @@ impl Spawner {
         Ok(())
     }
 
-    /// Runs `f(value)` on a new thread; on the calling thread if none can
-    /// be made.
+    /// Runs `f(value)` on a new thread that starts with every signal
+    /// blocked; on the calling thread, with every signal blocked, if none
+    /// can be made.
     pub(crate) fn notify(&self, f: NotifyFn, value: usize) {
-        let job = Box::into_raw(Box::new(Job {
-            f,
-            value,
-            mask: self.mask,
-        }));
+        let job = Box::into_raw(Box::new(Job { f, value }));
+        // The new thread inherits this thread's mask: block everything
+        // first (a no-op on a worker, whose signals are all blocked), so no
+        // signal can reach it before the program's function runs.
+        let saved = block_all();
         let mut thread = MaybeUninit::<libc::pthread_t>::uninit();
         // SAFETY: the attributes are initialized and only read; `job` is
         // handed to the new thread, which owns it from here.
@@ -147,14 +147,36 @@ impl Spawner {
             // promised them callable from any thread.
             unsafe { (job.f)(sigval(job.value)) };
         }
+        restore(saved);
     }
+}
+
+/// Blocks every signal in the calling thread (glibc's `pthread_sigmask`
+/// leaves out its internal ones, as in its own notification threads);
+/// returns the mask it had.
+fn block_all() -> libc::sigset_t {
+    // SAFETY: zeroed sigset_t values are valid empty sets; sigfillset and
+    // pthread_sigmask only write the sets they are given, and cannot fail
+    // with a valid `how` and valid sets.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        old
+    }
+}
+
+/// Puts back the mask `block_all` returned.
+fn restore(old: libc::sigset_t) {
+    // SAFETY: sets this thread's mask from a live set.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
 }
 
 /// One notification, owned by the thread that runs it.
 struct Job {
     f: NotifyFn,
     value: usize,
-    mask: libc::sigset_t,
 }
 
 fn sigval(value: usize) -> libc::sigval {
@@ -163,12 +185,11 @@ fn sigval(value: usize) -> libc::sigval {
     }
 }
 
-/// A notification thread's start: the mask, then the function.
+/// A notification thread's start: the function, with the mask it was
+/// made with (every signal blocked).
 extern "C" fn start(job: *mut c_void) -> *mut c_void {
     // SAFETY: `notify` hands each thread one `Job` from `Box::into_raw`.
     let job = unsafe { Box::from_raw(job.cast::<Job>()) };
-    // SAFETY: sets this thread's mask from a live set.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &job.mask, std::ptr::null_mut()) };
     // SAFETY: as in `notify`.
     unsafe { (job.f)(sigval(job.value)) };
     std::ptr::null_mut()

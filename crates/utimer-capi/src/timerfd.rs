@@ -36,7 +36,7 @@
 //! * A write to the descriptor adds to the count (an eventfd's), where the
 //!   kernel refuses it with `EINVAL`.
 
-use crate::ffi::{errno, guard, handle, Errno};
+use crate::ffi::{errno, guard, handle, user_pointer, Errno};
 use crate::system::utimer_t;
 use std::collections::HashMap;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -237,11 +237,15 @@ fn not_ours(fd: c_int) -> Errno {
 ///
 /// Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, a descriptor that is
 /// no utimer timerfd, other flags, a bad timespec), `EBADF` (a descriptor
-/// that is not open), `EFAULT` (NULL `new_value`, as the kernel).
+/// that is not open), `EFAULT` (`new_value` or `old_value` where no memory
+/// can be: NULL `new_value`, the zero page, past the top of user space;
+/// as the kernel, a bad `new_value` is found first and a bad `old_value`
+/// once the timer is armed).
 ///
 /// # Safety
-/// `u` is NULL or live; `new_value` is NULL or readable; `old_value` is
-/// NULL or writable.
+/// `u` is NULL or live; `new_value` is where no memory can be (NULL
+/// included) or readable; `old_value` is NULL, where no memory can be, or
+/// writable.
 #[no_mangle]
 pub unsafe extern "C" fn utimer_timerfd_settime(
     u: *mut utimer_t,
@@ -253,12 +257,13 @@ pub unsafe extern "C" fn utimer_timerfd_settime(
     guard(-1, || {
         // SAFETY: the caller's promise.
         let u = unsafe { handle(u) }?;
+        user_pointer(new_value)?;
         let id = TABLE.get(fd).ok_or_else(|| not_ours(fd))?;
         if flags & !libc::TFD_TIMER_ABSTIME != 0 {
             return Err(libc::EINVAL);
         }
-        // SAFETY: the caller's promise.
-        let new = unsafe { handle(new_value) }.map_err(|_| libc::EFAULT)?;
+        // SAFETY: in range: the caller promised it readable.
+        let new = unsafe { &*new_value };
         let abstime = flags & libc::TFD_TIMER_ABSTIME != 0;
         // SAFETY: the caller's promise for `old_value`.
         unsafe { crate::posix::settime(u, id, abstime, new, old_value) }
@@ -269,10 +274,12 @@ pub unsafe extern "C" fn utimer_timerfd_settime(
 /// `*curr_value` (zero: disarmed): the kernel's `timerfd_gettime()`.
 ///
 /// Returns 0, or -1 with `errno`: `EINVAL` (NULL `u`, a descriptor that is
-/// no utimer timerfd), `EBADF` (not open), `EFAULT` (NULL `curr_value`).
+/// no utimer timerfd), `EBADF` (not open), `EFAULT` (`curr_value` where no
+/// memory can be: NULL, the zero page, past the top of user space).
 ///
 /// # Safety
-/// `u` is NULL or live; `curr_value` is NULL or writable.
+/// `u` is NULL or live; `curr_value` is where no memory can be (NULL
+/// included) or writable.
 #[no_mangle]
 pub unsafe extern "C" fn utimer_timerfd_gettime(
     u: *mut utimer_t,

@@ -69,18 +69,20 @@ pub(crate) enum Out {
     Old(*mut c_int),
 }
 
-/// `timer_create()`.
+/// `timer_create()`. `EFAULT` for a `sevp` or an out pointer where no
+/// memory can be (`capi::user_pointer_ok`; NULL for the out pointer), where
+/// glibc's would crash, before anything is made: the kernel's answer.
 ///
 /// # Safety
 /// As glibc's: `sevp` is NULL or a `struct sigevent`; the out pointer is
-/// writable.
+/// writable (or either is where no memory can be).
 pub(crate) unsafe fn create(clock: libc::clockid_t, sevp: *mut libc::sigevent, out: Out) -> c_int {
     let _section = critical::enter();
-    let null_out = match out {
-        Out::New(p) => p.is_null(),
-        Out::Old(p) => p.is_null(),
+    let out_ok = match out {
+        Out::New(p) => capi::user_pointer_ok(p),
+        Out::Old(p) => capi::user_pointer_ok(p),
     };
-    if null_out {
+    if !out_ok || !(sevp.is_null() || capi::user_pointer_ok(sevp)) {
         return fail(libc::EFAULT);
     }
     match system() {
@@ -90,7 +92,7 @@ pub(crate) unsafe fn create(clock: libc::clockid_t, sevp: *mut libc::sigevent, o
             if unsafe { capi::utimer_timer_create(u, clock, sevp, &mut id) } != 0 {
                 return -1;
             }
-            // SAFETY: checked non-null; the caller promised it writable.
+            // SAFETY: checked in range; the caller promised it writable.
             unsafe {
                 match out {
                     Out::New(p) => p.write(id as usize as timer_t),
@@ -136,7 +138,9 @@ fn ours() -> Result<*mut capi::utimer_t, c_int> {
     system().ok_or(libc::EINVAL)
 }
 
-/// `timer_settime()`. The kernel reads only `TIMER_ABSTIME` of `flags`.
+/// `timer_settime()`. The kernel reads only `TIMER_ABSTIME` of `flags`,
+/// and reads `new` before it looks the timer up: `EFAULT` for one where no
+/// memory can be comes first.
 ///
 /// # Safety
 /// As glibc's.
@@ -147,6 +151,9 @@ pub(crate) unsafe fn settime(
     old: *mut libc::itimerspec,
 ) -> c_int {
     let _section = critical::enter();
+    if !new.is_null() && !capi::user_pointer_ok(new) {
+        return fail(libc::EFAULT);
+    }
     match t {
         Some(Target::Ours(id)) => match ours() {
             // SAFETY: the caller's pointers.

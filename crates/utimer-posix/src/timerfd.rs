@@ -41,7 +41,9 @@ pub(crate) fn create(clock: libc::clockid_t, flags: c_int) -> c_int {
     }
 }
 
-/// `timerfd_settime()`.
+/// `timerfd_settime()`. The kernel reads `new` first: `EFAULT` for one
+/// where no memory can be (`capi::user_pointer_ok`, NULL included) comes
+/// before the flags' `EINVAL`.
 ///
 /// # Safety
 /// As glibc's.
@@ -56,6 +58,9 @@ pub(crate) unsafe fn settime(
         // SAFETY: glibc's function, the caller's arguments.
         return unsafe { (real().timerfd_settime)(fd, flags, new, old) };
     };
+    if !capi::user_pointer_ok(new) {
+        return fail(libc::EFAULT);
+    }
     let valid = libc::TFD_TIMER_ABSTIME | libc::TFD_TIMER_CANCEL_ON_SET;
     if flags & !valid != 0 {
         return fail(libc::EINVAL);
@@ -74,7 +79,7 @@ pub(crate) unsafe fn settime(
 /// same descriptor number (module docs).
 ///
 /// # Safety
-/// As `settime`.
+/// As `settime`, and `new` checked with `capi::user_pointer_ok`.
 unsafe fn hand_to_kernel(
     u: *mut capi::utimer_t,
     fd: c_int,
@@ -83,7 +88,7 @@ unsafe fn hand_to_kernel(
     old: *mut libc::itimerspec,
 ) -> c_int {
     // Refuse what the kernel would refuse before touching anything.
-    // SAFETY: the caller's pointer, read once if non-null.
+    // SAFETY: the caller's pointer, checked in range, read once if non-null.
     let Some(spec) = (unsafe { new.as_ref() }) else {
         return fail(libc::EFAULT);
     };
@@ -132,6 +137,10 @@ unsafe fn hand_to_kernel(
             return -1;
         }
         if !old.is_null() {
+            // Armed, as the kernel's: it writes the old value last.
+            if !capi::user_pointer_ok(old) {
+                return fail(libc::EFAULT);
+            }
             old.write(was);
         }
     }

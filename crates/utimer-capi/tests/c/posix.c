@@ -14,12 +14,23 @@
 static atomic_int thread_calls;
 static atomic_int thread_value;
 static atomic_llong thread_at;
+static sigset_t thread_mask;
 
 static void on_expiry(union sigval v) {
+    pthread_sigmask(SIG_BLOCK, NULL, &thread_mask);
     atomic_store(&thread_at, now_ns());
     atomic_store(&thread_value, v.sival_int);
     atomic_fetch_add(&thread_calls, 1);
 }
+
+/* A pointer no memory of the program can be at (the zero page, the
+   kernel's half, an end that wraps), built at run time so the compiler
+   sees no constant address. */
+static void *nowhere(int i) {
+    static volatile uintptr_t addrs[] = {1, 4095, 0xffff800000000000u, UINTPTR_MAX - 7};
+    return (void *)addrs[i];
+}
+#define NOWHERE 4
 
 static struct itimerspec spec(long value_ns, long interval_ns) {
     struct itimerspec s;
@@ -73,6 +84,26 @@ static void bad_input(utimer_t *u) {
     ERRNO(utimer_timer_settime(u, id, 2, &s, NULL), -1, EINVAL);
     ERRNO(utimer_timer_settime(u, id, 0, NULL, NULL), -1, EINVAL);
     ERRNO(utimer_timer_gettime(u, id, NULL), -1, EFAULT);
+    /* Pointers no memory can be at: EFAULT, as the kernel's access_ok(),
+       not a crash; the old value is written last, as the kernel's, so the
+       timer is armed all the same. */
+    for (int i = 0; i < NOWHERE; i++) {
+        void *bad = nowhere(i);
+        int other = -1;
+        ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, bad, &other), -1, EFAULT);
+        ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, &none, bad), -1, EFAULT);
+        CHECK(other == -1);
+        ERRNO(utimer_timer_settime(u, id, 0, bad, NULL), -1, EFAULT);
+        ERRNO(utimer_timer_settime(u, id, 0, bad, &out), -1, EFAULT);
+        CHECK(utimer_timer_gettime(u, id, &out) == 0 && ns_of(out.it_value) == 0);
+        ERRNO(utimer_timer_gettime(u, id, bad), -1, EFAULT);
+        s = spec(5000000000L, 0);
+        ERRNO(utimer_timer_settime(u, id, 0, &s, bad), -1, EFAULT);
+        CHECK(utimer_timer_gettime(u, id, &out) == 0 && ns_of(out.it_value) > 4000000000LL);
+        s = spec(0, 0);
+        CHECK(utimer_timer_settime(u, id, 0, &s, NULL) == 0);
+    }
+    s = spec(1000000, 0);
     ERRNO(utimer_timer_fd(u, id), -1, EINVAL);
     ERRNO(utimer_timer_gettime(u, id + 100000, &out), -1, EINVAL);
     ERRNO(utimer_timer_gettime(u, -1, &out), -1, EINVAL);
@@ -118,6 +149,11 @@ static void sigev_thread(utimer_t *u) {
     CHECK(atomic_load(&thread_calls) == 1);
     CHECK(atomic_load(&thread_value) == 4242);
     CHECK(atomic_load(&thread_at) - armed >= 10000000LL); /* never early */
+    /* As glibc's: every signal blocked on the notification thread (this
+       thread blocks only SIGALRM), so none sent to the process lands there. */
+    int sigs[] = {SIGUSR1, SIGALRM, SIGTERM, SIGHUP, SIGRTMIN, SIGRTMAX};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        CHECK(sigismember(&thread_mask, sigs[i]) == 1);
     sleep_ms(30);
     CHECK(atomic_load(&thread_calls) == 1); /* one-shot fires once */
     CHECK(utimer_timer_delete(u, id) == 0);

@@ -16,6 +16,15 @@ static struct itimerspec its_ms(long value_ms, long interval_ms) {
     return its;
 }
 
+/* A pointer no memory of the program can be at (the zero page, the
+   kernel's half, an end that wraps), built at run time so the compiler
+   sees no constant address. */
+static void *nowhere(int i) {
+    static volatile uintptr_t addrs[] = {1, 4095, 0xffff800000000000u, UINTPTR_MAX - 7};
+    return (void *)addrs[i];
+}
+#define NOWHERE 4
+
 static int readable(int fd, int ms) {
     struct pollfd p = {fd, POLLIN, 0};
     return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
@@ -52,6 +61,22 @@ static void timerfd_semantics(utimer_t *u) {
     ERRNO(utimer_timerfd_settime(u, fd, 4, &its, NULL), -1, EINVAL);
     ERRNO(utimer_timerfd_settime(u, fd, 0, NULL, NULL), -1, EFAULT);
     ERRNO(utimer_timerfd_gettime(u, fd, NULL), -1, EFAULT);
+    /* Pointers no memory can be at: EFAULT, as the kernel's access_ok(),
+       not a crash. As the kernel's, the new value is read first (before
+       the flags and the descriptor are looked at) and the old one written
+       last (the timer armed all the same). */
+    for (int i = 0; i < NOWHERE; i++) {
+        void *bad = nowhere(i);
+        ERRNO(utimer_timerfd_settime(u, fd, 0, bad, NULL), -1, EFAULT);
+        ERRNO(utimer_timerfd_settime(u, fd, 4, bad, NULL), -1, EFAULT);
+        ERRNO(utimer_timerfd_settime(u, 1 << 20, 0, bad, NULL), -1, EFAULT);
+        ERRNO(utimer_timerfd_gettime(u, fd, bad), -1, EFAULT);
+        struct itimerspec zero = its_ms(0, 0), far = its_ms(5000, 0);
+        CHECK(utimer_timerfd_settime(u, fd, 0, &zero, NULL) == 0);
+        ERRNO(utimer_timerfd_settime(u, fd, 0, &far, bad), -1, EFAULT);
+        CHECK(utimer_timerfd_gettime(u, fd, &cur) == 0 && cur.it_value.tv_sec >= 4);
+    }
+    CHECK(utimer_timerfd_settime(u, fd, 0, &its, NULL) == 0);
     int p[2];
     CHECK(pipe(p) == 0);
     ERRNO(utimer_timerfd_settime(u, p[0], 0, &its, NULL), -1, EINVAL);

@@ -290,6 +290,55 @@ static void test_errors(void)
     CHECK_ERR(timerfd_settime(fd, 0, &its, NULL), EBADF);
 }
 
+/* A pointer no memory of the program can be at (the zero page, the
+ * kernel's half, an end that wraps): the kernel answers EFAULT (its
+ * access_ok()), through the libc functions too, not a crash.  Built at
+ * run time so the compiler sees no constant address. */
+static void *nowhere(int i)
+{
+    static volatile uintptr_t addrs[] = {1, 4095, 0xffff800000000000u, UINTPTR_MAX - 7};
+    return (void *)addrs[i];
+}
+#define NOWHERE 4
+
+static void test_bad_pointers(void)
+{
+    int fd = CHECK_OK(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK));
+    struct itimerspec good = its_ns(5 * NS_PER_S, 0), g;
+    for (int i = 0; i < NOWHERE; i++) {
+        void *bad = nowhere(i);
+        CHECK_ERR(timerfd_settime(fd, 0, bad, NULL), EFAULT);
+        CHECK_ERR(timerfd_settime(fd, TFD_TIMER_ABSTIME, bad, &g), EFAULT);
+        /* new_value is read before the flags are looked at. */
+        CHECK_ERR(timerfd_settime(fd, 0x100, bad, NULL), EFAULT);
+        CHECK_OK(timerfd_gettime(fd, &g));
+        CHECK(ts_ns(&g.it_value) == 0, "%p as new_value armed the timer", bad);
+        CHECK_ERR(timerfd_gettime(fd, bad), EFAULT);
+        /* The old value is written last: the timer is armed all the same. */
+        CHECK_ERR(timerfd_settime(fd, 0, &good, bad), EFAULT);
+        CHECK_OK(timerfd_gettime(fd, &g));
+        CHECK(ts_ns(&g.it_value) > 4 * NS_PER_S && ts_ns(&g.it_value) <= 5 * NS_PER_S,
+              "%p as old_value: timer not armed (value %lld)", bad,
+              (long long)ts_ns(&g.it_value));
+        tset(fd, 0, 0, 0);
+    }
+    close(fd);
+    /* The same through TFD_TIMER_CANCEL_ON_SET (the drop-in's kernel path). */
+    int flags = TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET;
+    for (int i = 0; i < NOWHERE; i++) {
+        void *bad = nowhere(i);
+        fd = CHECK_OK(timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK));
+        CHECK_ERR(timerfd_settime(fd, flags, bad, NULL), EFAULT);
+        good = its_ns(now_ns(CLOCK_REALTIME) + 5 * NS_PER_S, 0);
+        CHECK_ERR(timerfd_settime(fd, flags, &good, bad), EFAULT);
+        CHECK_OK(timerfd_gettime(fd, &g));
+        CHECK(ts_ns(&g.it_value) > 4 * NS_PER_S && ts_ns(&g.it_value) <= 5 * NS_PER_S,
+              "CANCEL_ON_SET, %p as old_value: timer not armed (value %lld)", bad,
+              (long long)ts_ns(&g.it_value));
+        close(fd);
+    }
+}
+
 /* Put a fresh non-blocking eventfd or pipe read end at descriptor number n. */
 static void occupy(int n, int use_pipe)
 {
@@ -504,6 +553,8 @@ int main(int argc, char **argv)
     test_poll_select_epoll();
     phase("errors", 5);
     test_errors();
+    phase("bad_pointers", 5);
+    test_bad_pointers();
     phase("fd_reuse", 5);
     test_fd_reuse();
     phase("close_range", 5);

@@ -471,6 +471,94 @@ static void test_sigev_thread(void)
     CHECK_OK(timer_delete(tf));
 }
 
+/* The notification thread blocks every signal the program can use, as
+ * glibc's (its own internal signals, 32 and 33, and SIGKILL and SIGSTOP
+ * aside), whatever the mask of the thread that created the timer: a signal
+ * sent to the process never lands on it. */
+static sigset_t mask_seen[2];
+static _Atomic int mask_done[2];
+
+static void mask_cb(union sigval v)
+{
+    int i = v.sival_int;
+    pthread_sigmask(SIG_BLOCK, NULL, &mask_seen[i]);
+    atomic_store(&mask_done[i], 1);
+}
+
+static void test_sigev_thread_mask(void)
+{
+    static const int named[] = {SIGUSR1, SIGALRM, SIGTERM, SIGHUP, SIGCHLD};
+    sigset_t unblock, old;
+    sigemptyset(&unblock);
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+        sigaddset(&unblock, named[i]);
+    for (int s = SIGRTMIN; s <= SIGRTMAX; s++)
+        sigaddset(&unblock, s);
+    CHECK_PT(pthread_sigmask(SIG_UNBLOCK, &unblock, &old));
+    pthread_attr_t attr;
+    CHECK_PT(pthread_attr_init(&attr));
+    CHECK_PT(pthread_attr_setstacksize(&attr, (size_t)1 << 20));
+    for (int i = 0; i < 2; i++) { /* default attributes, then the program's */
+        struct sigevent ev;
+        timer_t t;
+        memset(&ev, 0, sizeof ev);
+        ev.sigev_notify = SIGEV_THREAD;
+        ev.sigev_notify_function = mask_cb;
+        ev.sigev_notify_attributes = i ? &attr : NULL;
+        ev.sigev_value.sival_int = i;
+        CHECK_OK(timer_create(CLOCK_MONOTONIC, &ev, &t));
+        set_ns(t, 0, NS_PER_MS, 0);
+        wait_flag(&mask_done[i], TO_2S, "SIGEV_THREAD mask callback");
+        for (int s = 1; s <= SIGRTMAX; s++) {
+            if (s == SIGKILL || s == SIGSTOP || (s >= 32 && s < SIGRTMIN))
+                continue;
+            CHECK(sigismember(&mask_seen[i], s) == 1,
+                  "attributes %d: signal %d (%s) not blocked in the SIGEV_THREAD function", i,
+                  s, strsignal(s));
+        }
+        CHECK_OK(timer_delete(t));
+    }
+    CHECK_PT(pthread_attr_destroy(&attr));
+    CHECK_PT(pthread_sigmask(SIG_SETMASK, &old, NULL));
+}
+
+/* A pointer no memory of the program can be at (the zero page, the
+ * kernel's half, an end that wraps): the kernel answers EFAULT (its
+ * access_ok()), through the libc functions too, not a crash.  Built at
+ * run time so the compiler sees no constant address. */
+static void *nowhere(int i)
+{
+    static volatile uintptr_t addrs[] = {1, 4095, 0xffff800000000000u, UINTPTR_MAX - 7};
+    return (void *)addrs[i];
+}
+#define NOWHERE 4
+
+static void test_bad_pointers(void)
+{
+    struct itimerspec good = its_ns(5 * NS_PER_S, 0), g;
+    /* SIGEV_SIGNAL, blocked and never due: see test_settime_gettime. */
+    block_sig(SIGRTMIN + 4);
+    timer_t t = mk_timer(CLOCK_MONOTONIC, SIGEV_SIGNAL, SIGRTMIN + 4, 0);
+    for (int i = 0; i < NOWHERE; i++) {
+        void *bad = nowhere(i);
+        CHECK_ERR(timer_settime(t, 0, bad, NULL), EFAULT);
+        CHECK_ERR(timer_settime(t, TIMER_ABSTIME, bad, &g), EFAULT);
+        check_disarmed(t, __LINE__);
+        CHECK_ERR(timer_gettime(t, bad), EFAULT);
+        /* The old value is written last: the timer is armed all the same. */
+        CHECK_ERR(timer_settime(t, 0, &good, bad), EFAULT);
+        CHECK_OK(timer_gettime(t, &g));
+        CHECK(ts_ns(&g.it_value) > 4 * NS_PER_S && ts_ns(&g.it_value) <= 5 * NS_PER_S,
+              "%p as old_value: timer not armed (value %lld)", bad,
+              (long long)ts_ns(&g.it_value));
+        set_ns(t, 0, 0, 0);
+    }
+    /* new_value is read before the timer is looked up. */
+    CHECK_OK(timer_delete(t));
+    CHECK_ERR(timer_settime(t, 0, nowhere(0), NULL), EFAULT);
+    CHECK_ERR(timer_gettime(t, nowhere(0)), EINVAL);
+}
+
 /* CPU-time clocks. */
 static _Atomic int burn_stop;
 static void burn_until(clockid_t clk, int64_t target, const sigset_t *pend_sig, int64_t *at)
@@ -590,6 +678,10 @@ int main(void)
     test_thread_id();
     phase("sigev_thread", 5);
     test_sigev_thread();
+    phase("sigev_thread_mask", 5);
+    test_sigev_thread_mask();
+    phase("bad_pointers", 5);
+    test_bad_pointers();
     phase("cpu_clocks", 10);
     test_cpu_clocks();
     check_ok();
