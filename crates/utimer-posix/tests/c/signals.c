@@ -326,6 +326,48 @@ static void test_timerfd_counts(void)
     CHECK_OK(close(fd));
 }
 
+static _Atomic int ign_signals, ign_overrun;
+static void ign_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    if (si->si_code == SI_TIMER && si->si_value.sival_int == 10) {
+        atomic_fetch_add(&ign_signals, 1);
+        atomic_store(&ign_overrun, si->si_overrun);
+    }
+}
+
+/* Blocked and pending, then ignored, then handled again, then unblocked:
+ * the timer's one signal is delivered once, and its overrun counts every
+ * period since the first expiry (selftests' check_sig_ign). */
+static void test_ignored_while_pending(void)
+{
+    int sig = SIGUSR2;
+    int64_t P = 10 * NS_PER_MS;
+    set_handler(sig, ign_handler, 0);
+    block_sig(sig);
+    atomic_store(&ign_signals, 0);
+    timer_t t = mk_timer(SIGEV_SIGNAL, sig, 10);
+    int64_t t0 = mono_ns() + P;
+    arm_abs(t, t0, P);
+    sleep_ns(100 * NS_PER_MS);
+    CHECK(signal(sig, SIG_IGN) != SIG_ERR, "signal(SIG_IGN)");
+    sleep_ns(100 * NS_PER_MS);
+    set_handler(sig, ign_handler, 0);
+    sleep_ns(100 * NS_PER_MS);
+    int64_t pre = mono_ns();
+    unblock_sig(sig);
+    int64_t post = mono_ns();
+    CHECK_OK(timer_delete(t));
+    CHECK(atomic_load(&ign_signals) == 1, "signals: expected 1, got %d",
+          atomic_load(&ign_signals));
+    long long total = 1LL + atomic_load(&ign_overrun);
+    long long lo = (pre - t0) / P + 1, hi = (post - t0) / P + 1;
+    CHECK(total >= lo && total <= hi, "1 + si_overrun: expected [%lld, %lld], got %lld", lo, hi,
+          total);
+    signal(sig, SIG_DFL);
+}
+
 int main(void)
 {
     check_init("signals", 30);
@@ -349,6 +391,8 @@ int main(void)
     test_due_at_settime();
     phase("default_ignored", 5);
     test_default_ignored();
+    phase("ignored_while_pending", 5);
+    test_ignored_while_pending();
     phase("timerfd_counts", 5);
     test_timerfd_counts();
     check_ok();

@@ -280,7 +280,7 @@ pub fn report_acceptance(signo: i32, reported: bool) {
         } else {
             let was = REPORTED.fetch_and(!mask, std::sync::atomic::Ordering::AcqRel);
             if was & mask != 0 {
-                super::sigqueue::release_all(signo);
+                super::sigqueue::release_all(signo, false);
             }
         }
     }
@@ -302,7 +302,7 @@ pub fn signal_ignored(signo: i32, ignored: bool) {
         let mask = 1u64 << (bit - 1);
         if ignored {
             IGNORED.fetch_or(mask, std::sync::atomic::Ordering::AcqRel);
-            super::sigqueue::release_all(signo);
+            super::sigqueue::release_all(signo, true);
         } else {
             IGNORED.fetch_and(!mask, std::sync::atomic::Ordering::AcqRel);
         }

@@ -224,13 +224,18 @@ pub(crate) fn has_entries(signo: i32, thread: Option<i32>) -> bool {
 /// ignores the signal, and the kernel discards its pending instances; or
 /// it no longer reports its acceptance): their timers go on counting, as
 /// the kernel's ignored timers do, and queue again when they may.
-pub(crate) fn release_all(signo: i32) {
+///
+/// `discarded`: the kernel dropped the pending doorbell (the signal is
+/// ignored now); the kernel's timer keeps its one signal, parked, so the
+/// expiry that queued it counts toward the overrun of the one it queues
+/// next. Otherwise the doorbell stays pending, as the timer's own signal.
+pub(crate) fn release_all(signo: i32, discarded: bool) {
     // One at a time, without allocating: this may run in a signal
     // handler's acceptance (`SA_RESETHAND`).
     while let Some(e) = pop_any(signo) {
         super::registry::TABLE.with(e.id, |t| {
             if t.owner == e.owner {
-                t.inner.signal_discarded(e.tag);
+                t.inner.signal_discarded(e.tag, discarded);
             }
         });
     }

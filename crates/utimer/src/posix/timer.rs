@@ -394,15 +394,20 @@ impl Inner {
         }
     }
 
-    /// The program now ignores the signal: the kernel discarded the
-    /// timer's pending one, and the timer goes on counting (`fire.rs`
-    /// parks it while the signal is ignored).
-    pub(crate) fn signal_discarded(&self, tag: u64) {
+    /// The timer's waiting entry can no longer be accepted as one
+    /// (`sigqueue::release_all`): the timer goes on counting (`fire.rs`
+    /// parks it while the signal is ignored) and queues again when it may.
+    /// `discarded`: the program ignores the signal and the kernel dropped
+    /// the pending one; the kernel's timer keeps its signal parked and
+    /// delivers it later, so the expiry that queued it becomes an overrun
+    /// of the signal queued next.
+    pub(crate) fn signal_discarded(&self, tag: u64, discarded: bool) {
         let mut st = self.lock();
         if st.deleted || !st.sig_queued || tag != signal_tag(st.seq, st.sig_count) {
             return;
         }
-        st.carry = st.carry.saturating_add(st.queued_late);
+        let own = u64::from(discarded);
+        st.carry = st.carry.saturating_add(st.queued_late).saturating_add(own);
         st.queued_late = 0;
         st.sig_queued = false;
         st.queued_entry = false;
