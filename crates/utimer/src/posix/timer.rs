@@ -362,9 +362,13 @@ impl Inner {
             st.expires = next;
             if let Some(hr) = &self.hr {
                 // From the accepting thread, as the kernel re-arms at
-                // delivery: the timer does not wait for its backoff. A
-                // callback of it running now loses to this start.
-                let _ = hr.start(next);
+                // delivery: the timer does not wait for a backoff. Queued
+                // for no later than its next expiry, it is left alone: its
+                // worker will find it moved on (`fire.rs`), and is not woken
+                // now. A callback of it running now loses to a start.
+                if hr.expires().is_none_or(|at| at > next) {
+                    let _ = hr.start(next);
+                }
             }
         }
         st.overrun_last = clamp(missed);
