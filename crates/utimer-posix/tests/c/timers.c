@@ -1,5 +1,6 @@
 /* timers.c - timer_create/settime/gettime/getoverrun/delete basics. */
 #include "check.h"
+#include <sys/timerfd.h>
 
 #define TO_2S (2 * NS_PER_S)
 
@@ -661,6 +662,40 @@ static void test_cpu_clocks(void)
     CHECK_OK(timer_delete(t));
 }
 
+/* Values beyond the kernel's range saturate at KTIME_MAX (2^63 - 1 ns,
+ * about 9.22e9 s), as timespec64_to_ktime() and ktime_add_safe() do. */
+static void test_huge_values(void)
+{
+    const long long ktime_max_s = 9223372036LL; /* KTIME_MAX / 1e9 */
+    timer_t t = mk_timer(CLOCK_MONOTONIC, SIGEV_NONE, 0, 0);
+    int tfd = CHECK_OK(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
+    const time_t huge[] = {1000000000000000LL, INT64_MAX};
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+        struct itimerspec its = {.it_value = {huge[i], 0}, .it_interval = {huge[i], 0}}, g;
+        for (int abs = 0; abs < 2; abs++) {
+            CHECK_OK(timer_settime(t, abs ? TIMER_ABSTIME : 0, &its, NULL));
+            CHECK_OK(timer_gettime(t, &g));
+            CHECK(g.it_value.tv_sec <= ktime_max_s && g.it_value.tv_sec > ktime_max_s / 2,
+                  "timer %s %lld s: value reads %lld s, expected at most KTIME_MAX",
+                  abs ? "abs" : "rel", (long long)huge[i], (long long)g.it_value.tv_sec);
+            CHECK(g.it_interval.tv_sec == ktime_max_s && g.it_interval.tv_nsec == 854775807,
+                  "timer interval %lld s reads %lld.%09ld s, expected KTIME_MAX",
+                  (long long)huge[i], (long long)g.it_interval.tv_sec,
+                  g.it_interval.tv_nsec);
+            CHECK_OK(timerfd_settime(tfd, abs ? TFD_TIMER_ABSTIME : 0, &its, NULL));
+            CHECK_OK(timerfd_gettime(tfd, &g));
+            CHECK(g.it_value.tv_sec <= ktime_max_s && g.it_value.tv_sec > ktime_max_s / 2,
+                  "timerfd %s %lld s: value reads %lld s, expected at most KTIME_MAX",
+                  abs ? "abs" : "rel", (long long)huge[i], (long long)g.it_value.tv_sec);
+            CHECK(g.it_interval.tv_sec == ktime_max_s && g.it_interval.tv_nsec == 854775807,
+                  "timerfd interval %lld s reads %lld.%09ld s", (long long)huge[i],
+                  (long long)g.it_interval.tv_sec, g.it_interval.tv_nsec);
+        }
+    }
+    CHECK_OK(timer_delete(t));
+    CHECK_OK(close(tfd));
+}
+
 int main(void)
 {
     check_init("timers", 20);
@@ -682,6 +717,8 @@ int main(void)
     test_sigev_thread_mask();
     phase("bad_pointers", 5);
     test_bad_pointers();
+    phase("huge_values", 5);
+    test_huge_values();
     phase("cpu_clocks", 10);
     test_cpu_clocks();
     check_ok();
