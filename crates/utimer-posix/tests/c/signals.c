@@ -368,6 +368,28 @@ static void test_ignored_while_pending(void)
     signal(sig, SIG_DFL);
 }
 
+/* A reader that waits with the raw system call (no libc wrapper) still
+ * gets every signal of a periodic timer, each in time. */
+static void test_raw_reader(void)
+{
+    int sig = SIGRTMIN + 4;
+    sigset_t set = sigset_of(sig);
+    siginfo_t si;
+    block_sig(sig);
+    timer_t t = mk_timer(SIGEV_SIGNAL, sig, 11);
+    arm_rel(t, NS_PER_MS, NS_PER_MS);
+    for (int i = 0; i < 5; i++) {
+        struct timespec ts = {2, 0};
+        long r = syscall(SYS_rt_sigtimedwait, &set, &si, &ts, (size_t)8);
+        CHECK(r == sig, "raw rt_sigtimedwait %d: got %ld errno %d", i, r, errno);
+        CHECK(si.si_code == SI_TIMER && si.si_value.sival_int == 11, "bad siginfo");
+    }
+    CHECK_OK(timer_delete(t));
+    while (wait_sig(&set, &si, 0) == sig) {
+    }
+    unblock_sig(sig);
+}
+
 int main(void)
 {
     check_init("signals", 30);
@@ -393,6 +415,8 @@ int main(void)
     test_default_ignored();
     phase("ignored_while_pending", 5);
     test_ignored_while_pending();
+    phase("raw_reader", 10);
+    test_raw_reader();
     phase("timerfd_counts", 5);
     test_timerfd_counts();
     check_ok();

@@ -82,6 +82,11 @@ struct State {
     /// reported, so only the report ends the wait), not a signal of its
     /// own that the pending set shows.
     queued_entry: bool,
+    /// That entry is on the process's list (not one thread's).
+    entry_process: bool,
+    /// Looks that found the entry's doorbell gone from the pending set
+    /// (`fire.rs`: taken unseen after two).
+    unseen: u8,
     /// Expirations the worker was late by when it queued that signal: its
     /// first overruns (the rest are `carry`).
     queued_late: u64,
@@ -188,6 +193,8 @@ impl Inner {
                 carry: 0,
                 sig_queued: false,
                 queued_entry: false,
+                entry_process: false,
+                unseen: 0,
                 queued_late: 0,
                 sig_count: 0,
                 backoff: 0,

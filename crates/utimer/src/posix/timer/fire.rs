@@ -115,13 +115,30 @@ pub(super) fn expire_signal(
     // `sigqueue.rs` waits until its acceptance is reported. Otherwise, for
     // the process, its pending set tells; for one thread it cannot be
     // seen, and every expiry queues.
-    let waiting = notify::ignored(signo)
+    let mut waiting = notify::ignored(signo)
         || (st.sig_queued
             && (st.queued_entry
                 || match thread {
                     None => notify::signal_pending(signo),
                     Some(_) => false,
                 }));
+    if waiting && st.queued_entry && st.entry_process && st.backoff == MAX_BACKOFF {
+        // An entry whose doorbell is gone from the process's pending set,
+        // at two looks a backoff apart, was taken by a reader the library
+        // does not see (a raw system call): taken as accepted then, so that
+        // the timer does not wait for ever.
+        if notify::signal_pending(signo) {
+            st.unseen = 0;
+        } else {
+            st.unseen += 1;
+            if st.unseen >= 2 {
+                sigqueue::remove(signo, inner.id);
+                st.queued_entry = false;
+                st.sig_queued = false;
+                waiting = false;
+            }
+        }
+    }
     if waiting {
         st.carry = st.carry.saturating_add(n);
         if !periodic {
@@ -142,6 +159,7 @@ pub(super) fn expire_signal(
     }
     let late = (n - 1).saturating_add(st.carry);
     st.queued_late = late;
+    st.unseen = 0;
     st.carry = 0;
     st.backoff = 0;
     st.sig_count = st.sig_count.wrapping_add(1);
@@ -155,6 +173,7 @@ pub(super) fn expire_signal(
         // `timer_getoverrun` reports the last accepted signal's.
         st.sig_queued = true;
         st.queued_entry = true;
+        st.entry_process = target.is_none();
         sigqueue::push(
             signo,
             Entry {
