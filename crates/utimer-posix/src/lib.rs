@@ -50,12 +50,22 @@
 //!   the expirations are written through a private duplicate, so a
 //!   descriptor number that the program reuses never receives one.
 //!
+//! * Acceptance (`signals.rs`): the trampoline, the `sigwait` family and
+//!   `read`/`__read_chk` of the program's signalfds report every signal
+//!   they accept to utimer, which then queues each timer's signal on its
+//!   own and latches its overrun at acceptance, as the kernel does
+//!   (`utimer::posix`'s module docs). Every signal number is taken as
+//!   reported, except one left at a default action that the kernel takes
+//!   unseen (ignore, stop) and that no wait or signalfd reads.
+//!
 //! # Where a user-space library differs from the kernel
 //!
 //! Listed with each part, and gathered in `docs/using.md`: signals are
-//! queued by the library's workers (`rt_sigqueueinfo`), so a few of the
-//! kernel's guarantees about a timer's pending signal hold only as far as
-//! the pending set shows them (`utimer::posix`'s module docs); a duplicate
+//! queued by the library's workers (`rt_sigqueueinfo`), so a reader that
+//! the library does not see (a raw system call) gets a timer signal as
+//! queued, and a signal left at a default action that the kernel takes
+//! unseen is followed through the pending set (`utimer::posix`'s module
+//! docs); a duplicate
 //! of a timerfd (`dup`, `F_DUPFD`) reads its expirations but takes no
 //! `timerfd_settime`; handlers installed by a raw `rt_sigaction` system
 //! call bypass the deferral; the library relies on static TLS, so load it

@@ -26,6 +26,14 @@
 //!   latched with the next notification, as the kernel latches it at
 //!   signal delivery. A `SIGEV_NONE` timer is never queued: its state is
 //!   computed when asked, and a periodic one keeps wrapping.
+//! * A signalling timer armed with an expiry already due (an absolute time
+//!   passed, or a relative one so short that it passed while the call
+//!   armed it) queues its signal from the calling thread, to that thread
+//!   if it does not block the signal, so that the handler has run when
+//!   `timer_settime` returns, as the kernel's hrtimer interrupt fires it
+//!   before the system call returns.
+//! * Times and intervals saturate at the kernel's `KTIME_MAX` (2^63 - 1
+//!   ns), as `timespec64_to_ktime()` and `ktime_add_safe()` do.
 //! * `timer_gettime` of an armed timer whose expiry has passed but whose
 //!   notification is not out yet reports 1 ns, never 0 (which means
 //!   disarmed); of an expired one-shot timer, 0.

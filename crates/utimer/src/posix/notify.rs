@@ -18,45 +18,55 @@
 //! survive to delivery), by which [`PosixTimers::signal_accepted`]
 //! recognises the signal.
 //!
-//! A timer queues at most one signal at a time. While its signal is
-//! pending it counts its periods and queues nothing, looking again after a
-//! backoff that doubles from the period up to 10 ms (so a blocked signal
-//! costs a few wake-ups a second, not one per period). The kernel goes
-//! further: it latches the overrun and re-arms the timer when the signal
-//! is *accepted* (`posixtimer_deliver_signal()`), which user space sees
-//! only by watching the program's handlers and waits. A library that does
-//! (the drop-in library's trampoline and `sigwaitinfo`) reports each
-//! accepted signal with [`PosixTimers::signal_accepted`], which then gives
-//! the kernel's semantics exactly: `si_overrun` rewritten to every expiry
-//! up to acceptance, the timer free to queue its next signal at once, and a
-//! signal queued before a re-arm or delete dropped as stale
-//! (`it_signal_seq`). [`report_acceptance`] tells utimer which signal
-//! numbers are reported that way (a `SIGEV_THREAD_ID` timer, whose
-//! target's pending set cannot be seen, then waits for the report), and
-//! [`signal_ignored`] which ones the program ignores (a timer then queues
-//! nothing and counts, as the kernel parks it, and resumes when the
-//! program handles the signal again).
+//! The kernel latches a timer's overrun and re-arms it when its signal is
+//! *accepted* (`posixtimer_deliver_signal()`), and queues each timer's
+//! signal on its own, whatever its number. User space sees an acceptance
+//! only by watching the program's handlers, waits and signalfd reads. A
+//! library that does (the drop-in library) tells utimer which signal
+//! numbers it sees accepted ([`report_acceptance`]) and reports each
+//! acceptance with [`PosixTimers::signal_accepted`]. For those numbers a
+//! timer's signal is an entry of `sigqueue.rs`, rung by a doorbell signal,
+//! and the kernel's semantics hold exactly:
 //!
-//! # Differences from the kernel, without those reports
+//! * every timer's signal is delivered, standard signals included: one
+//!   already pending (another timer's, another source's) delays it, never
+//!   drops it;
+//! * `si_overrun` is every expiry since the one that queued it, up to
+//!   acceptance, and `timer_getoverrun` agrees; while the signal waits,
+//!   `timer_getoverrun` reports the last accepted one's;
+//! * the acceptor re-arms a periodic timer at its next expiry;
+//! * a signal queued before a re-arm or delete is dropped as stale
+//!   (`it_signal_seq`); as on the kernel it stays pending until then;
+//! * [`signal_ignored`] says which numbers the program ignores: a timer
+//!   then queues nothing and counts, as the kernel parks it, and resumes
+//!   when the program handles the signal again.
 //!
-//! * `si_overrun` is latched when the signal is queued: the periods the
-//!   worker missed before it. `timer_getoverrun` adds the periods that
-//!   passed while it was pending once it no longer is (accepted), the
-//!   question a handler or a `sigwaitinfo` caller asks.
+//! # Without those reports
+//!
+//! For a number whose acceptance is not reported (a default action that
+//! takes it unseen, a library that reports nothing):
+//!
+//! * A timer queues at most one signal at a time. While it is pending it
+//!   counts its periods and queues nothing, looking again after a backoff
+//!   that doubles from the period up to 10 ms; once the process's pending
+//!   set no longer shows it, it was accepted. `si_overrun` is latched when
+//!   the signal is queued; `timer_getoverrun` latches the periods since,
+//!   up to the moment it is asked, once the signal is no longer pending.
 //! * Whether the timer's own signal is still pending is seen through the
-//!   process's pending set, so once it has been accepted, another source's
-//!   pending signal of the same number holds the timer's next one back.
-//! * For `SIGEV_THREAD_ID` every expiry queues a signal (a real-time signal
-//!   queues each; a standard one merges).
-//! * A signal already queued when the timer is re-armed or deleted is still
-//!   delivered: user space cannot take a queued signal back. Callback and
-//!   fd notifications have no such window: a callback has run or not, and
-//!   `timer_settime` resets the fd's count as `timerfd_settime` does.
-//! * The fd of a `Notify::Fd` timer is an `eventfd` opened `O_NONBLOCK |
-//!   O_CLOEXEC`, owned by the timer and closed by `timer_delete`. One given
-//!   to [`PosixTimers::timerfd_create`] may be a duplicate of a blocking
-//!   one: settime reads it only when an expiry was written since the last
-//!   read, and then without blocking.
+//!   process's pending set, so another source's pending signal of the same
+//!   number holds the timer's next one back.
+//! * For `SIGEV_THREAD_ID` every expiry queues a signal (a real-time
+//!   signal queues each; a standard one merges).
+//! * A reported number's entry whose doorbell a reader took unseen (a raw
+//!   system call) is taken as accepted after two looks 10 ms apart.
+//!
+//! Callback and fd notifications have no such window: a callback has run
+//! or not, and `timer_settime` resets the fd's count as `timerfd_settime`
+//! does. The fd of a `Notify::Fd` timer is an `eventfd` opened
+//! `O_NONBLOCK | O_CLOEXEC`, owned by the timer and closed by
+//! `timer_delete`. One given to [`PosixTimers::timerfd_create`] may be a
+//! duplicate of a blocking one: settime reads it only when an expiry was
+//! written since the last read, and then without blocking.
 //!
 //! [`PosixTimers::signal_accepted`]: crate::PosixTimers::signal_accepted
 //! [`PosixTimers::timerfd_create`]: crate::PosixTimers::timerfd_create
