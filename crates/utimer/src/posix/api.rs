@@ -275,8 +275,8 @@ impl PosixTimers<'_> {
     fn doorbell_accepted(&self, info: &mut libc::siginfo_t, signo: i32, list: i32) -> bool {
         let me = super::notify::gettid();
         let thread = (list == sigqueue::DOORBELL_THREAD).then_some(me);
-        let mut delivered = false;
-        while let Some(e) = sigqueue::pop(signo, thread) {
+        let in_handler = super::signal_context();
+        let delivered = sigqueue::doorbell_accepted(signo, thread, me, |e| {
             let look = |t: &PosixTimer| {
                 (t.owner == e.owner).then(|| {
                     t.inner
@@ -284,23 +284,20 @@ impl PosixTimers<'_> {
                         .map(|o| (o, t.inner.signal_value()))
                 })
             };
-            let seen = if super::signal_context() {
+            let seen = if in_handler {
                 TABLE.with_unpinned(e.id, look)
             } else {
                 TABLE.with(e.id, look)
             };
-            if let Some(Some(Some((overrun, value)))) = seen {
-                super::notify::set_timer(info, e.id, value, overrun);
-                delivered = true;
-                break;
+            seen.flatten().flatten().map(|found| (e.id, found))
+        });
+        match delivered {
+            Some((id, (overrun, value))) => {
+                super::notify::set_timer(info, id, value, overrun);
+                true
             }
+            None => false,
         }
-        if sigqueue::is_standard(signo) && sigqueue::has_entries(signo, thread) {
-            // This doorbell was the list's one pending instance: ring for
-            // the next entry.
-            sigqueue::ring_remaining(signo, me);
-        }
-        delivered
     }
 
     /// Adds to a [`Notify::Fd`] timer's count every expiry that has passed

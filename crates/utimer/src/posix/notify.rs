@@ -509,3 +509,43 @@ pub(crate) fn send_signal(
         };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::posix::sigqueue::DOORBELL_PROCESS;
+
+    fn record(errno: i32, code: i32) -> libc::signalfd_siginfo {
+        // SAFETY: every field of signalfd_siginfo is an integer.
+        let mut rec: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        rec.ssi_signo = 10;
+        rec.ssi_errno = errno;
+        rec.ssi_code = code;
+        rec.ssi_tid = 7;
+        rec.ssi_overrun = 3;
+        rec.ssi_ptr = 0x55;
+        rec.ssi_int = 0x55;
+        rec
+    }
+
+    #[test]
+    fn a_signalfd_doorbell_reads_as_one_and_takes_the_timers_fields_back() {
+        let mut rec = record(DOORBELL_PROCESS, SI_TIMER);
+        let mut info = siginfo_of_signalfd(&rec);
+        let q = utimer_signal(&info).expect("a doorbell is a utimer signal");
+        assert_eq!((q.id, q.overrun, q.doorbell), (7, 3, DOORBELL_PROCESS));
+        set_timer(&mut info, 9, 0x1234, 41);
+        signalfd_update(&info, &mut rec);
+        assert_eq!(rec.ssi_errno, 0);
+        assert_eq!((rec.ssi_tid, rec.ssi_overrun), (9, 41));
+        assert_eq!((rec.ssi_ptr, rec.ssi_int), (0x1234, 0x1234));
+        assert_eq!((rec.ssi_signo, rec.ssi_code), (10, SI_TIMER));
+    }
+
+    #[test]
+    fn other_signalfd_records_are_not_utimer_signals() {
+        // A kernel timer's signal (no tag in si_errno), and another code.
+        assert!(utimer_signal(&siginfo_of_signalfd(&record(0, SI_TIMER))).is_none());
+        assert!(utimer_signal(&siginfo_of_signalfd(&record(DOORBELL_PROCESS, -1))).is_none());
+    }
+}
