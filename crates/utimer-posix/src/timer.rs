@@ -236,16 +236,19 @@ thread_local! {
 pub(crate) fn fork_prepare() {
     let g = PASSED_THROUGH.lock().unwrap_or_else(|e| e.into_inner());
     FORK_HELD.with(|h| *h.borrow_mut() = Some(g));
+    utimer::posix::fork::prepare();
 }
 
 /// After `fork`, in the parent: unlocked as it was.
 pub(crate) fn fork_parent() {
+    utimer::posix::fork::parent();
     FORK_HELD.with(|h| drop(h.borrow_mut().take()));
 }
 
 /// After `fork`, in the child: glibc's timers are not inherited either
 /// (the kernel's POSIX timers are not), so no slot names one any more.
 pub(crate) fn fork_child() {
+    utimer::posix::fork::child();
     FORK_HELD.with(|h| {
         if let Some(mut g) = h.borrow_mut().take() {
             g.clear();

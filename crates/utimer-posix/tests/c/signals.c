@@ -390,6 +390,42 @@ static void test_raw_reader(void)
     unblock_sig(sig);
 }
 
+/* A fork child inherits neither the parent's pending signals nor its
+ * timers: its own timer's signal is the one it gets, and the parent still
+ * gets its own. */
+static void test_fork_child_own_signals(void)
+{
+    int sig = SIGUSR1;
+    sigset_t set = sigset_of(sig);
+    siginfo_t si;
+    block_sig(sig);
+    timer_t a = mk_timer(SIGEV_SIGNAL, sig, 1);
+    arm_rel(a, NS_PER_MS, 0);
+    sleep_ns(10 * NS_PER_MS);
+    CHECK(is_pending(sig), "the parent's signal is not pending");
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork: errno %d", errno);
+    if (pid == 0) {
+        check_child_init(10);
+        CHECK(!is_pending(sig), "child: the parent's signal is pending");
+        timer_t b = mk_timer(SIGEV_SIGNAL, sig, 77);
+        arm_rel(b, NS_PER_MS, 0);
+        CHECK(wait_sig(&set, &si, 2 * NS_PER_S) == sig, "child: its timer's signal is missing");
+        CHECK(si.si_code == SI_TIMER && si.si_value.sival_int == 77,
+              "child: expected its own timer's signal, got code %d sival %d", si.si_code,
+              si.si_value.sival_int);
+        CHECK(wait_sig(&set, &si, 50 * NS_PER_MS) == -1, "child: a second signal (sival %d)",
+              si.si_value.sival_int);
+        _exit(0);
+    }
+    CHECK_CHILD_OK(wait_child(pid));
+    CHECK(wait_sig(&set, &si, NS_PER_S) == sig, "parent: its signal is missing");
+    CHECK(si.si_value.sival_int == 1, "parent: sival %d", si.si_value.sival_int);
+    CHECK_OK(timer_delete(a));
+    unblock_sig(sig);
+}
+
 int main(void)
 {
     check_init("signals", 30);
@@ -415,6 +451,8 @@ int main(void)
     test_default_ignored();
     phase("ignored_while_pending", 5);
     test_ignored_while_pending();
+    phase("fork_child_own_signals", 10);
+    test_fork_child_own_signals();
     phase("raw_reader", 10);
     test_raw_reader();
     phase("timerfd_counts", 5);

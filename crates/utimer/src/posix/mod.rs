@@ -78,6 +78,17 @@ pub use notify::{
     report_acceptance, siginfo_of_signalfd, signal_ignored, signalfd_update, Notify, NotifyFn,
 };
 
+/// Around `fork` (a library's `pthread_atfork` handlers): the lists of
+/// timer signals waiting for acceptance are locked across the fork and
+/// emptied in the child, which inherits neither the parent's pending
+/// signals nor its timers.
+#[cfg(not(loom))]
+pub mod fork {
+    pub use super::sigqueue::{
+        fork_child as child, fork_parent as parent, fork_prepare as prepare,
+    };
+}
+
 /// Whether timer signals of number `signo` wait behind its pending slot
 /// (a standard signal's one pending instance): a library that reports
 /// acceptances passes every accepted signal of that number to

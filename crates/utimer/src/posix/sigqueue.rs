@@ -245,6 +245,43 @@ pub(crate) fn doorbell_accepted<R>(
     delivered
 }
 
+std::thread_local! {
+    /// Every list's lock, held by the thread that forks, from
+    /// [`fork_prepare`] to [`fork_parent`] or [`fork_child`].
+    static HELD_FOR_FORK: std::cell::RefCell<Vec<std::sync::MutexGuard<'static, List>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Before `fork`: takes every list's lock, so that the child's copy of
+/// the lists is not left locked by a thread it does not have.
+pub fn fork_prepare() {
+    let guards: Vec<_> = LISTS
+        .iter()
+        .map(|l| l.lock().unwrap_or_else(|e| e.into_inner()))
+        .collect();
+    HELD_FOR_FORK.with(|h| *h.borrow_mut() = guards);
+}
+
+/// After `fork`, in the parent: the lists as they were.
+pub fn fork_parent() {
+    HELD_FOR_FORK.with(|h| h.borrow_mut().clear());
+}
+
+/// After `fork`, in the child: no entry is left. The kernel gives the
+/// child no pending signal and none of the parent's timers, so none of
+/// the parent's entries may ever be served there.
+pub fn fork_child() {
+    HELD_FOR_FORK.with(|h| {
+        let mut held = h.borrow_mut();
+        for l in held.iter_mut() {
+            l.entries.clear();
+            l.timers = 0;
+        }
+        held.clear();
+    });
+    WAITING.store(0, Ordering::Release);
+}
+
 /// Whether `signo`'s list for `thread` has entries.
 pub(crate) fn has_entries(signo: i32, thread: Option<i32>) -> bool {
     waiting(signo) && list(signo).is_some_and(|l| l.entries.iter().any(|e| e.thread == thread))
