@@ -191,12 +191,13 @@ thread_local! {
 /// they are, so what the child inherits is what was registered).
 pub fn timerfd_fork_prepare() {
     let g = NAMES.lock().unwrap_or_else(|e| e.into_inner());
-    FORK_HELD.with(|h| *h.borrow_mut() = Some(g));
+    // `try_`: a `fork` handler must not panic (only these three touch it).
+    let _ = FORK_HELD.try_with(|h| h.try_borrow_mut().map(|mut h| *h = Some(g)));
 }
 
 /// After `fork`, in the parent: the names' lock is let go.
 pub fn timerfd_fork_parent() {
-    FORK_HELD.with(|h| drop(h.borrow_mut().take()));
+    let _ = FORK_HELD.try_with(|h| h.try_borrow_mut().map(|mut h| drop(h.take())));
 }
 
 /// After `fork`, in the child, once it has dealt with the numbers it
@@ -207,11 +208,10 @@ pub fn timerfd_fork_parent() {
 /// parent's timers are neither deleted nor touched: their system's threads
 /// do not exist in the child.
 pub fn timerfd_fork_child() {
-    FORK_HELD.with(|h| {
-        if let Some(mut g) = h.borrow_mut().take() {
-            *g = None;
-        }
-    });
+    let held = FORK_HELD.try_with(|h| h.try_borrow_mut().map(|mut h| h.take()));
+    if let Ok(Ok(Some(mut g))) = held {
+        *g = None;
+    }
     for cell in &TABLE.chunks {
         let p = cell.load(Ordering::Acquire);
         if !p.is_null() {

@@ -280,17 +280,19 @@ pub(crate) fn fork_prepare() {
     if let Some(u) = started() {
         let nums = numbers();
         by_timer(&nums, |timer, clock, fds| {
-            if let Some(s) = setting_of(u, fds[0], timer, clock) {
+            if let Some(s) = fds.first().and_then(|&fd| setting_of(u, fd, timer, clock)) {
                 settings.push(s);
             }
         });
     }
-    BEFORE_FORK.with(|b| *b.borrow_mut() = settings);
+    // Never fails: only these handlers touch it, one at a time (`try_`:
+    // nothing here may panic).
+    let _ = BEFORE_FORK.try_with(|b| b.try_borrow_mut().map(|mut b| *b = settings));
 }
 
 /// After `fork`, in the parent: nothing changes.
 pub(crate) fn fork_parent() {
-    BEFORE_FORK.with(|b| b.borrow_mut().clear());
+    let _ = BEFORE_FORK.try_with(|b| b.try_borrow_mut().map(|mut b| *b = Vec::new()));
     capi::timerfd_fork_parent();
 }
 
@@ -299,7 +301,11 @@ pub(crate) fn fork_parent() {
 /// setting read before the `fork` (disarmed, for a timer made since), and
 /// the table forgets them all.
 pub(crate) fn fork_child() {
-    let settings = BEFORE_FORK.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    let settings = BEFORE_FORK
+        .try_with(|b| b.try_borrow_mut().map(|mut b| std::mem::take(&mut *b)))
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
     let nums = numbers();
     by_timer(&nums, |timer, clock, fds| {
         let s = settings
@@ -329,7 +335,7 @@ fn before_exec() -> bool {
         if !kept {
             return;
         }
-        if let Some(s) = setting_of(u, fds[0], timer, clock) {
+        if let Some(s) = fds.first().and_then(|&fd| setting_of(u, fd, timer, clock)) {
             any |= to_kernel(fds, Some(&s), clock);
         }
     });
