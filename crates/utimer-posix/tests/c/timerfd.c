@@ -429,11 +429,8 @@ static int exec_child(int cloexec_fd, int kept_fd)
     occupy(cloexec_fd, 1);
     sleep_ns(50 * NS_PER_MS);
     expect_no_data(cloexec_fd, "pipe at a CLOEXEC timerfd's number after exec");
-    /* Not checked: timerfd_gettime/settime on the inherited number in the new
-     * image. The kernel's timerfd survives exec whole; utimer's drop-in
-     * leaves a descriptor that keeps counting the parent's expirations but
-     * that the new image cannot re-arm (its timer lives in the old image's
-     * memory), a difference its docs state. */
+    /* timerfd_gettime/settime on the inherited number in the new image:
+     * inherit.c. */
     CHECK(readable(kept_fd, 2000) == 1, "inherited timerfd not readable after exec");
     read_count(kept_fd);
     return 0;
