@@ -42,7 +42,7 @@ use std::collections::HashMap;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI64, AtomicPtr, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use utimer::{ClockId, TimerId};
 
 /// Descriptors per chunk of the table.
@@ -111,7 +111,10 @@ impl FdTable {
 /// How many descriptor numbers name each timerfd's timer (by ID): it is
 /// deleted when the last is released. Touched only when a number is
 /// created, duplicated or released.
-static NAMES: Mutex<Option<HashMap<i32, u32>>> = Mutex::new(None);
+static NAMES: Mutex<Names> = Mutex::new(None);
+
+/// Timer ID → how many numbers name it (`None` until the first).
+type Names = Option<HashMap<i32, u32>>;
 
 /// Adds `delta` names to timer `id`; returns how many it has now.
 fn names(id: TimerId, delta: i32) -> u32 {
@@ -164,6 +167,59 @@ pub fn for_each_timerfd(first: u32, last: u32, mut f: impl FnMut(c_int)) {
             }
         }
         fd = chunk_end;
+    }
+}
+
+/// The timer that `fd` names (its ID, as the C API numbers timers) and its
+/// clock, if `fd` is a utimer timerfd: two numbers with the same ID are
+/// duplicates of one timerfd. Two atomic loads. The drop-in library hands
+/// every number of a timer to one kernel timerfd across `fork` and `exec`.
+pub fn timerfd_timer(fd: c_int) -> Option<(c_int, libc::clockid_t)> {
+    TABLE.entry(fd).map(|(id, clock)| (id.raw(), clock))
+}
+
+thread_local! {
+    /// The names' lock, held across `fork` by the forking thread.
+    static FORK_HELD: std::cell::RefCell<Option<MutexGuard<'static, Names>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Before `fork` (a `pthread_atfork` prepare handler): the count of names
+/// of each timer is locked, so that the child never inherits it locked by
+/// a thread that does not exist there. A number created or released while
+/// it is held waits for `timerfd_fork_parent` (the table's slots stay as
+/// they are, so what the child inherits is what was registered).
+pub fn timerfd_fork_prepare() {
+    let g = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    // `try_`: a `fork` handler must not panic (only these three touch it).
+    let _ = FORK_HELD.try_with(|h| h.try_borrow_mut().map(|mut h| *h = Some(g)));
+}
+
+/// After `fork`, in the parent: the names' lock is let go.
+pub fn timerfd_fork_parent() {
+    let _ = FORK_HELD.try_with(|h| h.try_borrow_mut().map(|mut h| drop(h.take())));
+}
+
+/// After `fork`, in the child, once it has dealt with the numbers it
+/// inherited (`timerfd_timer`, `for_each_timerfd`): no number names a
+/// utimer timerfd any more and no timer has a name, so that the child's
+/// calls go to the kernel's timerfds that replaced them and the child's
+/// own timers (of a system of its own) start with clean counts. The
+/// parent's timers are neither deleted nor touched: their system's threads
+/// do not exist in the child.
+pub fn timerfd_fork_child() {
+    let held = FORK_HELD.try_with(|h| h.try_borrow_mut().map(|mut h| h.take()));
+    if let Ok(Ok(Some(mut g))) = held {
+        *g = None;
+    }
+    for cell in &TABLE.chunks {
+        let p = cell.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: a published chunk is never freed (see `FdTable`).
+            for slot in unsafe { &*p } {
+                slot.store(0, Ordering::Release);
+            }
+        }
     }
 }
 

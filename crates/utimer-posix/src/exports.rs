@@ -1,7 +1,7 @@
 //! The exported functions, with glibc's names, signatures and symbol
 //! versions (the `.symver` lines below; the version nodes are in
 //! `utimer-posix.map`). Each is a line or two: the work is in `timer.rs`,
-//! `timerfd.rs` and `signals.rs`.
+//! `timerfd.rs`, `signals.rs` and `inherit.rs`.
 //!
 //! | glibc function | versions |
 //! |---|---|
@@ -16,12 +16,16 @@
 //! | `sched_setscheduler`, `sched_setparam`, `pthread_setschedparam` | `GLIBC_2.2.5` |
 //! | `pthread_setschedprio` | `GLIBC_2.34` (default), `GLIBC_2.3.4` |
 //! | `close_range`, `closefrom` | `GLIBC_2.34` |
+//! | `execve`, `execv`, `execvp`, `fexecve`; on x86-64 `execl`, `execle`, `execlp` | `GLIBC_2.2.5` |
+//! | `execvpe` | `GLIBC_2.11` |
+//! | `execveat` | `GLIBC_2.34` |
 //!
 //! None of them unwinds: the C library's functions they call catch panics,
 //! and the rest cannot panic.
 
 use crate::real::timer_t;
-use crate::{sched, signals, timer, timerfd};
+use crate::{inherit, sched, signals, timer, timerfd};
+use std::ffi::c_char;
 use std::ffi::c_int;
 use timer::Out;
 
@@ -79,6 +83,70 @@ std::arch::global_asm!(
     ".symver utimer_posix_pthread_setschedparam, pthread_setschedparam@@GLIBC_2.2.5",
     ".symver utimer_posix_pthread_setschedprio, pthread_setschedprio@@GLIBC_2.34",
     ".symver utimer_posix_pthread_setschedprio, pthread_setschedprio@GLIBC_2.3.4",
+    ".symver utimer_posix_execve, execve@@GLIBC_2.2.5",
+    ".symver utimer_posix_execv, execv@@GLIBC_2.2.5",
+    ".symver utimer_posix_execvp, execvp@@GLIBC_2.2.5",
+    ".symver utimer_posix_execvpe, execvpe@@GLIBC_2.11",
+    ".symver utimer_posix_fexecve, fexecve@@GLIBC_2.2.5",
+    ".symver utimer_posix_execveat, execveat@@GLIBC_2.34",
+);
+
+// `execl`, `execle` and `execlp` take a variable argument list, which
+// stable Rust cannot define: each is a stub that stores the five register
+// arguments after the first (rsi, rdx, rcx, r8, r9, in the x86-64 System V
+// convention) below its return address (40 bytes, which leaves the stack
+// 16-byte aligned for the call) and calls `inherit::execl_family` with
+// the first argument, those five, the caller's stack arguments (above the
+// return address) and which of the three it is.
+#[cfg(target_arch = "x86_64")]
+macro_rules! execl_stub {
+    ($name:literal, $symver:literal, $kind:path) => {
+        std::arch::global_asm!(
+            concat!(".globl ", $name),
+            concat!(".type ", $name, ", @function"),
+            ".p2align 4",
+            concat!($name, ":"),
+            ".cfi_startproc",
+            "endbr64",
+            "sub rsp, 40",
+            ".cfi_adjust_cfa_offset 40",
+            "mov [rsp], rsi",
+            "mov [rsp + 8], rdx",
+            "mov [rsp + 16], rcx",
+            "mov [rsp + 24], r8",
+            "mov [rsp + 32], r9",
+            "mov rsi, rsp",
+            "lea rdx, [rsp + 48]",
+            "mov ecx, {kind}",
+            "call {f}",
+            "add rsp, 40",
+            ".cfi_adjust_cfa_offset -40",
+            "ret",
+            ".cfi_endproc",
+            concat!(".size ", $name, ", . - ", $name),
+            concat!(".symver ", $name, ", ", $symver),
+            kind = const $kind,
+            f = sym crate::inherit::execl_family,
+        );
+    };
+}
+#[cfg(target_arch = "x86_64")]
+execl_stub!(
+    "utimer_posix_execl",
+    "execl@@GLIBC_2.2.5",
+    crate::inherit::EXECL
+);
+#[cfg(target_arch = "x86_64")]
+execl_stub!(
+    "utimer_posix_execle",
+    "execle@@GLIBC_2.2.5",
+    crate::inherit::EXECLE
+);
+#[cfg(target_arch = "x86_64")]
+execl_stub!(
+    "utimer_posix_execlp",
+    "execlp@@GLIBC_2.2.5",
+    crate::inherit::EXECLP
 );
 
 /// Defines an export (the `.symver` lines give it its names).
@@ -421,5 +489,54 @@ timer_fns! {
     fn utimer_posix_pthread_setschedprio(thread: libc::pthread_t, prio: c_int) -> c_int {
         // SAFETY: as above.
         unsafe { sched::pthread_setschedprio(thread, prio) }
+    }
+}
+
+timer_fns! {
+    /// `execve()`: the utimer timerfds that the new image keeps become the
+    /// kernel's first (`inherit.rs`).
+    fn utimer_posix_execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
+        // SAFETY: the caller's arguments, as glibc's.
+        unsafe { inherit::execve(path, argv, envp) }
+    }
+}
+
+timer_fns! {
+    /// `execv()`: as `execve()`.
+    fn utimer_posix_execv(path: *const c_char, argv: *const *const c_char) -> c_int {
+        // SAFETY: as above.
+        unsafe { inherit::execv(path, argv) }
+    }
+}
+
+timer_fns! {
+    /// `execvp()`: as `execve()`.
+    fn utimer_posix_execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
+        // SAFETY: as above.
+        unsafe { inherit::execvp(file, argv) }
+    }
+}
+
+timer_fns! {
+    /// `execvpe()`: as `execve()`.
+    fn utimer_posix_execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
+        // SAFETY: as above.
+        unsafe { inherit::execvpe(file, argv, envp) }
+    }
+}
+
+timer_fns! {
+    /// `fexecve()`: as `execve()`.
+    fn utimer_posix_fexecve(fd: c_int, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
+        // SAFETY: as above.
+        unsafe { inherit::fexecve(fd, argv, envp) }
+    }
+}
+
+timer_fns! {
+    /// `execveat()`: as `execve()`.
+    fn utimer_posix_execveat(dirfd: c_int, path: *const c_char, argv: *const *const c_char, envp: *const *const c_char, flags: c_int) -> c_int {
+        // SAFETY: as above.
+        unsafe { inherit::execveat(dirfd, path, argv, envp, flags) }
     }
 }

@@ -8,6 +8,7 @@
 //!                                                 it lives until exit or exec)
 //!   fork ──► child: SYSTEM = none, the parent's left as it was (its
 //!            threads do not exist in the child, so it cannot be closed);
+//!            inherited timerfds become the kernel's (inherit.rs);
 //!            the child's first call starts its own.
 //!   start fails (no threads) ──► FAILED: every call goes to glibc.
 //! ```
@@ -92,15 +93,18 @@ fn start() -> Option<*mut utimer_t> {
         // SAFETY: the live system just opened.
         unsafe { utimer_capi::utimer_serve_realtime(u, early) };
     }
+    crate::inherit::note_owner();
     SYSTEM.store(u, Ordering::Release);
     STATE.store(UP, Ordering::Release);
     Some(u)
 }
 
-/// The child side of `fork`: the parent's system stays behind (its threads
-/// are gone, so it is neither used nor closed), as do its timers; the
-/// child's first call starts a system of its own.
+/// The child side of `fork`: the inherited timerfds become the kernel's
+/// (`inherit.rs`); the parent's system stays behind (its threads are gone,
+/// so it is neither used nor closed), as do its timers; the child's first
+/// call starts a system of its own.
 extern "C" fn forget_in_child() {
+    crate::inherit::fork_child();
     SYSTEM.store(std::ptr::null_mut(), Ordering::Release);
     if STATE.load(Ordering::Acquire) != OFF {
         STATE.store(IDLE, Ordering::Release);
@@ -110,8 +114,10 @@ extern "C" fn forget_in_child() {
 
 extern "C" fn fork_prepare() {
     crate::timer::fork_prepare();
+    crate::inherit::fork_prepare();
 }
 
 extern "C" fn fork_parent() {
+    crate::inherit::fork_parent();
     crate::timer::fork_parent();
 }

@@ -30,9 +30,14 @@
 //!   glibc's is the kernel's ID; a passed-through timer's is a tagged index
 //!   into the table of glibc's own `timer_t`s (`timer.rs`).
 //! * `fork`: the child starts clean, as the kernel's POSIX timers are not
-//!   inherited; its first call starts a system of its own. Timerfds are
-//!   inherited as descriptors and read the parent's expirations, as the
-//!   kernel's are shared. `exec` ends everything.
+//!   inherited; its first call starts a system of its own. Its inherited
+//!   utimer timerfds become kernel timerfds in place, with the setting
+//!   read in the parent just before the `fork`: the child reads, re-arms
+//!   and asks them as the kernel's, but no longer shares one timer with
+//!   the parent, which keeps utimer's (`inherit.rs`). `exec`: the `exec`
+//!   family is interposed, and a timerfd that the new image keeps (no
+//!   `FD_CLOEXEC`) becomes a kernel timerfd in place first, so it counts
+//!   on; `exec` ends everything else.
 //! * Signals (`signals.rs`, `critical.rs`): the library interposes
 //!   `sigaction`, `signal`, `bsd_signal` and `sysv_signal`. A handler that
 //!   interrupts one of the library's calls on its thread runs when that
@@ -78,6 +83,7 @@
 mod critical;
 mod exports;
 mod global;
+mod inherit;
 mod real;
 mod sched;
 mod signals;

@@ -3,7 +3,7 @@
 //! before `main` (the library's constructor, so that no signal handler is
 //! the first to ask), and read with one atomic load afterwards.
 
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
 
 /// glibc's `timer_t`.
@@ -48,6 +48,11 @@ type SchedSetparamFn = unsafe extern "C" fn(libc::pid_t, *const libc::sched_para
 type PthreadSetschedparamFn =
     unsafe extern "C" fn(libc::pthread_t, c_int, *const libc::sched_param) -> c_int;
 type PthreadSetschedprioFn = unsafe extern "C" fn(libc::pthread_t, c_int) -> c_int;
+type Argv = *const *const c_char;
+type ExecveFn = unsafe extern "C" fn(*const c_char, Argv, Argv) -> c_int;
+type ExecvFn = unsafe extern "C" fn(*const c_char, Argv) -> c_int;
+type FexecveFn = unsafe extern "C" fn(c_int, Argv, Argv) -> c_int;
+type ExecveatFn = unsafe extern "C" fn(c_int, *const c_char, Argv, Argv, c_int) -> c_int;
 
 /// The functions passed through.
 pub(crate) struct Real {
@@ -80,6 +85,13 @@ pub(crate) struct Real {
     pub(crate) sched_setparam: SchedSetparamFn,
     pub(crate) pthread_setschedparam: PthreadSetschedparamFn,
     pub(crate) pthread_setschedprio: PthreadSetschedprioFn,
+    pub(crate) execve: ExecveFn,
+    pub(crate) execv: ExecvFn,
+    pub(crate) execvp: ExecvFn,
+    pub(crate) execvpe: ExecveFn,
+    pub(crate) fexecve: FexecveFn,
+    /// glibc 2.34 and later; absent before.
+    pub(crate) execveat: Option<ExecveatFn>,
 }
 
 static REAL: OnceLock<Real> = OnceLock::new();
@@ -172,6 +184,15 @@ fn resolve() -> Real {
         sched_setparam: sym!(SchedSetparamFn: c"sched_setparam", c"GLIBC_2.2.5"),
         pthread_setschedparam: sym!(PthreadSetschedparamFn: c"pthread_setschedparam", c"GLIBC_2.2.5"),
         pthread_setschedprio: sym!(PthreadSetschedprioFn: c"pthread_setschedprio", c"GLIBC_2.34", c"GLIBC_2.3.4"),
+        execve: sym!(ExecveFn: c"execve", c"GLIBC_2.2.5"),
+        execv: sym!(ExecvFn: c"execv", c"GLIBC_2.2.5"),
+        execvp: sym!(ExecvFn: c"execvp", c"GLIBC_2.2.5"),
+        execvpe: sym!(ExecveFn: c"execvpe", c"GLIBC_2.11"),
+        fexecve: sym!(FexecveFn: c"fexecve", c"GLIBC_2.2.5"),
+        execveat: find_optional(c"execveat", c"GLIBC_2.34").map(|p| {
+            // SAFETY: glibc's `execveat` has this signature.
+            unsafe { std::mem::transmute::<*mut c_void, ExecveatFn>(p) }
+        }),
     }
 }
 

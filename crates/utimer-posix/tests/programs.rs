@@ -95,7 +95,8 @@ fn the_library_serves_the_program() {
          int main(void) { show((void *)timer_create); show((void *)timer_settime);\n\
          show((void *)timerfd_create); show((void *)sigaction); show((void *)close);\n\
          show((void *)sched_setscheduler); show((void *)pthread_setschedprio);\n\
-         show((void *)close_range); show((void *)closefrom); return 0; }\n",
+         show((void *)close_range); show((void *)closefrom);\n\
+         show((void *)execve); show((void *)execl); return 0; }\n",
     )
     .unwrap();
     let exe = dir.join("which");
@@ -110,7 +111,7 @@ fn the_library_serves_the_program() {
     let lib = library();
     let out = Command::new(&exe).env("LD_PRELOAD", &lib).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.lines().count(), 9, "{text}");
+    assert_eq!(text.lines().count(), 11, "{text}");
     for line in text.lines() {
         assert!(
             line.ends_with("libutimer_posix.so"),
@@ -141,7 +142,7 @@ fn the_library_serves_the_program() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.lines().count(), 9, "{text}");
+    assert_eq!(text.lines().count(), 11, "{text}");
     for line in text.lines() {
         assert!(
             line.ends_with("libutimer_posix.so"),
@@ -174,6 +175,11 @@ fn timerfd() {
 #[test]
 fn fork() {
     both("fork");
+}
+
+#[test]
+fn inherit() {
+    both("inherit");
 }
 
 #[test]

@@ -9,7 +9,7 @@ out=${1:-${TMPDIR:-/tmp}/utimer-c-tests}
 cc=${CC:-cc}
 mkdir -p "$out"
 status=0
-for name in timers overrun signals timerfd fork sigsafe sched; do
+for name in timers overrun signals timerfd fork inherit sigsafe sched; do
     if ! "$cc" -std=gnu11 -Wall -Wextra -Werror -O1 -g -pthread \
         "$here/$name.c" -o "$out/$name" -lrt; then
         echo "$name: BUILD FAILED"
