@@ -112,12 +112,16 @@ extern "C" fn forget_in_child() {
     crate::timer::fork_child();
 }
 
+/// The locks held across `fork` are taken in the library's lock order:
+/// the timerfd handover reads the settings (a timer's lock) first, the
+/// lists of waiting timer signals (taken under a timer's lock elsewhere)
+/// last.
 extern "C" fn fork_prepare() {
-    crate::timer::fork_prepare();
     crate::inherit::fork_prepare();
+    crate::timer::fork_prepare();
 }
 
 extern "C" fn fork_parent() {
-    crate::inherit::fork_parent();
     crate::timer::fork_parent();
+    crate::inherit::fork_parent();
 }
