@@ -54,7 +54,6 @@
 //!   dies with its descriptor;
 //!   the expirations are written through a private duplicate, so a
 //!   descriptor number that the program reuses never receives one.
-//!
 //! * Acceptance (`signals.rs`): the trampoline, the `sigwait` family and
 //!   `read`/`__read_chk` of the program's signalfds report every signal
 //!   they accept to utimer, which then queues each timer's signal on its
