@@ -479,6 +479,41 @@ pub(crate) fn forget_fd(fd: c_int) {
     }
 }
 
+/// Every number in `first..=last` is closed: none is a signalfd any more.
+pub(crate) fn forget_range(first: libc::c_uint, last: libc::c_uint) {
+    let (first, end) = (
+        first as usize,
+        (last as usize).saturating_add(1).min(TRACKED_FDS),
+    );
+    let mut fd = first;
+    while fd < end {
+        // The bits of `fd..end` in `fd`'s word.
+        let (w, lo) = (fd / 64, fd % 64);
+        let hi = (end - w * 64).min(64);
+        let bits = if hi - lo == 64 {
+            !0
+        } else {
+            ((1u64 << (hi - lo)) - 1) << lo
+        };
+        if SIGNALFDS[w].load(Ordering::Relaxed) & bits != 0 {
+            SIGNALFDS[w].fetch_and(!bits, Ordering::AcqRel);
+        }
+        fd = w * 64 + hi;
+    }
+}
+
+/// `new` was made a duplicate of `old` (or another file replaced it):
+/// it is one of the program's signalfds if and only if `old` is.
+pub(crate) fn duplicated(old: c_int, new: c_int) {
+    if is_signalfd(old) {
+        if let Some((w, b)) = signalfd_bit(new) {
+            w.fetch_or(b, Ordering::AcqRel);
+        }
+    } else {
+        forget_fd(new);
+    }
+}
+
 /// `signalfd()`: its reads are acceptances, reported by [`read`].
 ///
 /// # Safety
@@ -519,6 +554,10 @@ pub(crate) unsafe fn read_signalfd(
         let Ok(got) = usize::try_from(r) else {
             return r;
         };
+        if got % RECORD != 0 {
+            // Not what a signalfd returns: whatever this is, as it is.
+            return r;
+        }
         let records = got / RECORD;
         let mut kept = 0;
         for i in 0..records {

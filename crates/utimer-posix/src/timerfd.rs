@@ -208,6 +208,7 @@ pub(crate) fn close(fd: c_int) -> c_int {
 pub(crate) fn close_range(first: libc::c_uint, last: libc::c_uint, flags: c_int) -> c_int {
     if first <= last && flags == 0 {
         capi::for_each_timerfd(first, last, release);
+        crate::signals::forget_range(first, last);
     }
     match real().close_range {
         // SAFETY: glibc's function, the caller's arguments.
@@ -222,6 +223,7 @@ pub(crate) fn close_range(first: libc::c_uint, last: libc::c_uint, flags: c_int)
 pub(crate) fn closefrom(low: c_int) {
     let first = low.max(0) as libc::c_uint;
     capi::for_each_timerfd(first, libc::c_uint::MAX, release);
+    crate::signals::forget_range(first, libc::c_uint::MAX);
     match real().closefrom {
         // SAFETY: glibc's function, the caller's argument.
         Some(f) => unsafe { f(low) },
@@ -241,6 +243,9 @@ fn is_open(fd: c_int) -> bool {
 /// After a duplicate `new` of `old` was made: if `old` is a utimer
 /// timerfd, `new` names its timer too.
 fn duplicated(old: c_int, new: c_int) {
+    if new >= 0 {
+        crate::signals::duplicated(old, new);
+    }
     if new < 0 || capi::timerfd_clock(old).is_none() {
         return;
     }

@@ -426,6 +426,34 @@ static void test_fork_child_own_signals(void)
     unblock_sig(sig);
 }
 
+/* A signalfd's number taken over by a pipe (dup2) reads the pipe's bytes
+ * as they are, even bytes laid out like a timer signal's record. */
+static void test_signalfd_number_reused(void)
+{
+    int sig = SIGRTMIN + 5, p[2];
+    sigset_t set = sigset_of(sig);
+    block_sig(sig);
+    int fd = CHECK_OK(signalfd(-1, &set, SFD_CLOEXEC));
+    CHECK_OK(pipe(p));
+    CHECK_OK(dup2(p[0], fd));
+    unsigned char out[200], in[200];
+    for (size_t i = 0; i < sizeof out; i++)
+        out[i] = (unsigned char)i;
+    int code = SI_TIMER, tag = 0x75746d70; /* as a record: ssi_errno, ssi_code */
+    memcpy(out + 4, &tag, 4);
+    memcpy(out + 8, &code, 4);
+    CHECK(write(p[1], out, 128) == 128, "write");
+    CHECK(read(fd, in, 128) == 128, "read of 128 bytes: errno %d", errno);
+    CHECK(memcmp(in, out, 128) == 0, "the pipe's bytes were changed");
+    CHECK(write(p[1], out, sizeof out) == (ssize_t)sizeof out, "write");
+    CHECK(read(fd, in, sizeof in) == (ssize_t)sizeof in, "read of 200 bytes");
+    CHECK(memcmp(in, out, sizeof out) == 0, "the pipe's bytes were changed");
+    CHECK_OK(close(fd));
+    CHECK_OK(close(p[0]));
+    CHECK_OK(close(p[1]));
+    unblock_sig(sig);
+}
+
 int main(void)
 {
     check_init("signals", 30);
@@ -443,6 +471,8 @@ int main(void)
     test_exact_overrun(SIGEV_SIGNAL, SIGUSR1, 100 * NS_PER_US, 200 * NS_PER_MS);
     phase("signalfd_overrun", 10);
     test_signalfd_overrun();
+    phase("signalfd_number_reused", 5);
+    test_signalfd_number_reused();
     phase("getoverrun_while_pending", 5);
     test_getoverrun_while_pending();
     phase("due_at_settime", 10);
