@@ -107,6 +107,20 @@ struct State {
 }
 
 impl State {
+    /// The expiries of an armed timer that are due at `now` (at least one:
+    /// the caller saw its expiry pass): a periodic timer moves on to its
+    /// next expiry after `now`, a one-shot timer is disarmed.
+    fn expire_due(&mut self, now: u64) -> u64 {
+        if self.interval > 0 {
+            let (next, n) = forward_expiry(self.expires, now, Duration::from_nanos(self.interval));
+            self.expires = next;
+            n.max(1)
+        } else {
+            self.armed = false;
+            1
+        }
+    }
+
     /// The fields the lock-free readers see (`snapshot.rs`).
     fn seen(&self) -> Seen {
         Seen {
@@ -464,14 +478,7 @@ impl Inner {
         if st.expires > now {
             return;
         }
-        let n = if st.interval > 0 {
-            let (next, n) = forward_expiry(st.expires, now, Duration::from_nanos(st.interval));
-            st.expires = next;
-            n.max(1)
-        } else {
-            st.armed = false;
-            1
-        };
+        let n = st.expire_due(now);
         st.overrun_last = clamp(n - 1);
         if let Some(fd) = &st.fd {
             notify::fd_add(fd, n);
@@ -678,14 +685,7 @@ impl Inner {
     /// calling thread (`settime`; the hrtimer is stopped): its signal is
     /// queued now, and a periodic timer is started at its next expiry.
     fn fire_now(&self, st: &mut State, now: u64) {
-        let n = if st.interval > 0 {
-            let (next, n) = forward_expiry(st.expires, now, Duration::from_nanos(st.interval));
-            st.expires = next;
-            n.max(1)
-        } else {
-            st.armed = false;
-            1
-        };
+        let n = st.expire_due(now);
         if let Some(at) = fire::expire_signal(self, st, n, now, true) {
             if let Some(hr) = &self.hr {
                 let _ = hr.start(at);

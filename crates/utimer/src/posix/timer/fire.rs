@@ -29,14 +29,7 @@ pub(super) fn on_fire(weak: &Weak<Inner>, fire: &mut HrFire) -> HrRestart {
     let seq = st.seq;
     let iv = Duration::from_nanos(st.interval);
     // Expirations up to now (more than one if the worker was late).
-    let n = if st.interval > 0 {
-        let (next, n) = forward_expiry(st.expires, fire.now(), iv);
-        st.expires = next;
-        n.max(1)
-    } else {
-        st.armed = false;
-        1
-    };
+    let n = st.expire_due(fire.now());
     match &inner.notify {
         Notify::None => return HrRestart::NoRestart,
         Notify::Fd => {
