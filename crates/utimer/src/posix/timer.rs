@@ -11,7 +11,13 @@
 //! base lock while the callback (`on_fire`) takes `it_lock`. Nobody waits
 //! for a running notification while holding `it_lock`: `settime` and
 //! `delete` drop it, wait (`HrTimer::cancel`), and start over, as the
-//! kernel's `timer_wait_running()` does.
+//! kernel's `timer_wait_running()` does. The timer's signal entry is
+//! queued and withdrawn on its signal's list (`sigqueue.rs`) under
+//! `it_lock`: the list's lock is innermost. An acceptance, on the
+//! program's thread (possibly in a signal handler), takes `it_lock` and
+//! may start the hrtimer (`latch`): the drop-in library holds a signal
+//! that lands inside one of its calls, so a handler never takes a lock
+//! its own thread holds.
 
 use super::notify::{self, Notify};
 use super::sigqueue;
