@@ -32,6 +32,25 @@ static void arm_rel(timer_t t, int64_t value, int64_t interval)
     CHECK_OK(timer_settime(t, 0, &its, NULL));
 }
 
+/* A one-shot timer of `sig` (blocked) that expired 10 ms ago: its signal
+ * is queued by now. */
+static timer_t expired_one_shot(int sig, int sival)
+{
+    timer_t t = mk_timer(SIGEV_SIGNAL, sig, sival);
+    arm_rel(t, NS_PER_MS, 0);
+    sleep_ns(10 * NS_PER_MS);
+    return t;
+}
+
+/* Takes every pending instance of `sig` (blocked) off, waiting for none. */
+static void drain(int sig)
+{
+    sigset_t set = sigset_of(sig);
+    siginfo_t si;
+    while (wait_sig(&set, &si, 0) == sig) {
+    }
+}
+
 static int is_pending(int sig)
 {
     sigset_t p;
@@ -104,9 +123,7 @@ static void test_deleted_discarded(void)
     sigset_t set = sigset_of(sig);
     siginfo_t si;
     block_sig(sig);
-    timer_t a = mk_timer(SIGEV_SIGNAL, sig, 1);
-    arm_rel(a, NS_PER_MS, 0);
-    sleep_ns(10 * NS_PER_MS);
+    timer_t a = expired_one_shot(sig, 1);
     CHECK(is_pending(sig), "the first timer's signal is not pending");
     CHECK_OK(timer_delete(a));
     /* The kernel leaves it pending, and drops it when it is dequeued. */
@@ -114,16 +131,12 @@ static void test_deleted_discarded(void)
           si.si_value.sival_int);
     CHECK(!is_pending(sig), "the deleted timer's signal is still pending after a wait");
     /* The same for a re-armed timer's old signal. */
-    a = mk_timer(SIGEV_SIGNAL, sig, 1);
-    arm_rel(a, NS_PER_MS, 0);
-    sleep_ns(10 * NS_PER_MS);
+    a = expired_one_shot(sig, 1);
     arm_rel(a, 3600 * NS_PER_S, 0);
     CHECK(wait_sig(&set, &si, 30 * NS_PER_MS) == -1, "the re-armed timer's old signal");
     CHECK_OK(timer_delete(a));
     /* A deleted timer's pending signal does not keep the next timer's out. */
-    a = mk_timer(SIGEV_SIGNAL, sig, 1);
-    arm_rel(a, NS_PER_MS, 0);
-    sleep_ns(10 * NS_PER_MS);
+    a = expired_one_shot(sig, 1);
     CHECK_OK(timer_delete(a));
     timer_t b = mk_timer(SIGEV_SIGNAL, sig, 2);
     int64_t P = NS_PER_MS, t0 = mono_ns() + P;
@@ -174,8 +187,7 @@ static void test_exact_overrun(int notify, int sig, int64_t P, int64_t run)
     }
     note("notify %d period %lld: %lld signals, total %lld", notify, (long long)P, n, total);
     CHECK_OK(timer_delete(t));
-    while (wait_sig(&set, &si, 0) == sig) {
-    }
+    drain(sig);
     unblock_sig(sig);
 }
 
@@ -215,9 +227,7 @@ static void test_signalfd_overrun(void)
     }
     CHECK_OK(timer_delete(t));
     CHECK_OK(close(fd));
-    siginfo_t si;
-    while (wait_sig(&set, &si, 0) == sig) {
-    }
+    drain(sig);
     unblock_sig(sig);
 }
 
@@ -239,8 +249,7 @@ static void test_getoverrun_while_pending(void)
     CHECK(ov == first, "while pending: expected the last delivered overrun %d, got %d", first,
           ov);
     CHECK_OK(timer_delete(t));
-    while (wait_sig(&set, &si, 0) == sig) {
-    }
+    drain(sig);
     unblock_sig(sig);
 }
 
@@ -385,8 +394,7 @@ static void test_raw_reader(void)
         CHECK(si.si_code == SI_TIMER && si.si_value.sival_int == 11, "bad siginfo");
     }
     CHECK_OK(timer_delete(t));
-    while (wait_sig(&set, &si, 0) == sig) {
-    }
+    drain(sig);
     unblock_sig(sig);
 }
 
@@ -399,9 +407,7 @@ static void test_fork_child_own_signals(void)
     sigset_t set = sigset_of(sig);
     siginfo_t si;
     block_sig(sig);
-    timer_t a = mk_timer(SIGEV_SIGNAL, sig, 1);
-    arm_rel(a, NS_PER_MS, 0);
-    sleep_ns(10 * NS_PER_MS);
+    timer_t a = expired_one_shot(sig, 1);
     CHECK(is_pending(sig), "the parent's signal is not pending");
     fflush(NULL);
     pid_t pid = fork();
