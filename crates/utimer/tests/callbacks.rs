@@ -54,6 +54,36 @@ fn callback_rearming_into_the_past_fires_at_the_next_run() {
 }
 
 #[test]
+fn a_run_ends_at_its_now_when_a_callback_arms_later_than_the_present() {
+    // The callback of `a` takes time: the present is tick 10 when it arms
+    // `far`, and the arm forwards the base to the present, taking `b` (due
+    // at 8) out of its bucket. `b` was not due at the run's now (5): the
+    // next run fires it, as the kernel's `__run_timers()` ends at the
+    // jiffies it began with.
+    let (sys, clock) = manual(1);
+    let b_ran = Arc::new(AtomicBool::new(false));
+    let seen = b_ran.clone();
+    let b = sys.timer_with_flags(TimerFlags::PINNED, move |_| {
+        seen.store(true, Ordering::SeqCst)
+    });
+    let far = Arc::new(sys.timer_with_flags(TimerFlags::PINNED, |_| {}));
+    let (c, f) = (clock.clone(), far.clone());
+    let a = sys.timer_with_flags(TimerFlags::PINNED, move |_| {
+        c.set(10);
+        f.modify(Expiry::Tick(10 + 500)).unwrap();
+    });
+    a.modify(Expiry::Tick(5)).unwrap();
+    b.modify(Expiry::Tick(8)).unwrap();
+    clock.set(5);
+    assert_eq!(sys.run_expired(0, 5).unwrap(), 1, "only what was due at 5");
+    assert!(!b_ran.load(Ordering::SeqCst));
+    assert!(b.is_pending());
+    assert_eq!(sys.run_expired(0, 10).unwrap(), 1);
+    assert!(b_ran.load(Ordering::SeqCst));
+    assert!(far.is_pending());
+}
+
+#[test]
 fn dropping_the_handle_inside_its_own_callback() {
     let (sys, clock) = manual(1);
     let slot: Arc<Mutex<Option<Timer>>> = Arc::default();

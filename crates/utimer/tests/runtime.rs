@@ -321,3 +321,96 @@ fn a_panicking_timer_callback_leaves_the_worker_running() {
     assert_eq!(hook_calls.load(SeqCst), 1);
     assert_eq!(rt.system().metrics().totals().panicked, 1);
 }
+
+/// xorshift64: the expiries of [`rearming_load`], from a printed seed.
+fn xorshift(state: &AtomicU64) -> u64 {
+    let mut x = state.load(SeqCst);
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    state.store(x, SeqCst);
+    x
+}
+
+/// Worker 0 of `rt` loaded as a user found it hang on drop: 1,000 timers
+/// on its own bases armed 0–20 ms ahead, whose callbacks re-arm every
+/// tenth timer 0–2 ms ahead and sleep 1 ms in every `sleepy`-th (with
+/// `sleepy` 10, 100 ms of callbacks for each 1 ms they cover: a run lags
+/// the present by more than level 0's 63 ticks, so the re-arms forward
+/// the base), then a 30 ms job with 100 jobs queued behind it. Returns
+/// the timers, once the 30 ms job runs, and the count of queued jobs run.
+fn rearming_load(rt: &Runtime, seed: u64, sleepy: u64) -> (Vec<utimer::Timer>, Arc<AtomicU64>) {
+    println!("seed {seed}, a 1 ms sleep in every {sleepy}th callback");
+    let sys = rt.system_arc();
+    let (armed_tx, armed_rx) = mpsc::channel();
+    rt.spawn_on(0, move || {
+        let rng = Arc::new(AtomicU64::new(seed.max(1)));
+        let timers: Vec<_> = (0..1000u64)
+            .map(|i| {
+                let r = rng.clone();
+                let t = sys.timer(move |t| {
+                    if i % sleepy == 0 {
+                        thread::sleep(Duration::from_millis(1));
+                    }
+                    if i % 10 == 0 {
+                        let _ = t.modify(Duration::from_micros(xorshift(&r) % 2_000));
+                    }
+                });
+                t.modify(Duration::from_micros(xorshift(&rng) % 20_000))
+                    .unwrap();
+                t
+            })
+            .collect();
+        armed_tx.send(timers).unwrap();
+    });
+    let timers = armed_rx.recv_timeout(LOOSE).expect("the timers are armed");
+    let (busy_tx, busy_rx) = mpsc::channel();
+    rt.spawn_on(0, move || {
+        busy_tx.send(()).unwrap();
+        thread::sleep(Duration::from_millis(30));
+    });
+    let ran = Arc::new(AtomicU64::new(0));
+    for _ in 0..100 {
+        let r = ran.clone();
+        rt.spawn_on(0, move || {
+            r.fetch_add(1, SeqCst);
+        });
+    }
+    busy_rx.recv_timeout(LOOSE).expect("the 30 ms job starts");
+    (timers, ran)
+}
+
+#[test]
+fn dropping_a_runtime_whose_callbacks_rearm_returns_promptly() {
+    // Defect: an expiry run took in the buckets that its callbacks' re-arms
+    // forwarded out of the wheel, so with more callback time than the time
+    // it covered it never ended, and the worker never saw the shutdown.
+    for (seed, sleepy) in (1..=6).zip([100, 10].into_iter().cycle()) {
+        let rt = Runtime::new(2).unwrap();
+        let (timers, _) = rearming_load(&rt, seed, sleepy);
+        let (tx, rx) = mpsc::channel();
+        let dropper = thread::spawn(move || {
+            drop(rt);
+            tx.send(()).unwrap();
+        });
+        rx.recv_timeout(LOOSE)
+            .unwrap_or_else(|_| panic!("seed {seed}: drop(Runtime) did not return"));
+        dropper.join().unwrap();
+        drop(timers);
+    }
+}
+
+#[test]
+fn jobs_queued_behind_rearming_callbacks_run() {
+    for (seed, sleepy) in (1..=4).zip([100, 10].into_iter().cycle()) {
+        let rt = Runtime::new(2).unwrap();
+        let (timers, ran) = rearming_load(&rt, seed, sleepy);
+        let give_up = Instant::now() + LOOSE;
+        while ran.load(SeqCst) < 100 && Instant::now() < give_up {
+            thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(ran.load(SeqCst), 100, "seed {seed}: queued jobs ran");
+        drop(timers);
+        rt.shutdown();
+    }
+}

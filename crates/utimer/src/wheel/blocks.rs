@@ -73,10 +73,12 @@
 //! further lists are *spliced* onto it: their blocks are renamed to the
 //! run list and linked at its back (or front), one step per block, and
 //! every key stays valid. The run list is handed out from its front in
-//! the order it was built, so it is the one list that never reorders its
-//! blocks: a removal from a full block leaves the block where it is, and
-//! nothing is ever pushed onto it, so the invariant above is not needed
-//! there (the model test checks it everywhere else).
+//! the order it was built, so it never reorders its blocks: a removal
+//! from a full block leaves the block where it is, and nothing is ever
+//! pushed onto it, so the invariant above is not needed there (the model
+//! test checks it everywhere else). The same holds for the list that
+//! keeps what a forward took out during a run for the next one: the
+//! ordered lists are the last buckets, from the one `Lists::new` names.
 
 use super::key::Generation;
 
@@ -168,7 +170,8 @@ pub(crate) struct Lists<T, G> {
     lists: Box<[ListHead]>,
     /// By list number: the bucket that list serves.
     bucket_of: Box<[u16]>,
-    /// The one bucket whose list keeps its order (see "An ordered list").
+    /// The first bucket whose list keeps its order (see "An ordered
+    /// list"): it and every bucket after it.
     ordered: u16,
     /// First free block, or `NIL`.
     free: u32,
@@ -177,9 +180,9 @@ pub(crate) struct Lists<T, G> {
 
 impl<T, G: Generation> Lists<T, G> {
     /// Storage for `buckets` buckets (at most 65 536) and room for
-    /// `capacity` entries. Bucket `ordered` keeps its order: entries reach
-    /// it only by [`splice`](Self::splice) and [`move_bucket`](Self::move_bucket),
-    /// never by [`push`](Self::push).
+    /// `capacity` entries. Buckets `ordered..buckets` keep their order:
+    /// entries reach them only by [`splice`](Self::splice) and
+    /// [`move_bucket`](Self::move_bucket), never by [`push`](Self::push).
     pub(crate) fn new(buckets: usize, capacity: usize, ordered: usize) -> Self {
         assert!(buckets <= 1 << 16, "utimer: too many buckets");
         assert!(ordered < buckets);
@@ -302,8 +305,7 @@ impl<T, G: Generation> Lists<T, G> {
                     emptied = Some(bucket);
                 }
             }
-        } else if was_full && block.prev != NIL && self.bucket_of_block(b) != self.ordered as usize
-        {
+        } else if was_full && block.prev != NIL && self.bucket_of_block(b) < self.ordered as usize {
             self.move_block(b, true);
         }
         Some((value, emptied))
@@ -344,7 +346,7 @@ impl<T, G: Generation> Lists<T, G> {
     /// one step per block (and one per entry with `f`). An empty block
     /// kept in `to` is given up first.
     ///
-    /// Only the [ordered](Self::new) list takes spliced entries: in any
+    /// Only an [ordered](Self::new) list takes spliced entries: in any
     /// other, a block with room behind a full one would break the
     /// invariant that [`push`](Self::push) relies on.
     pub(crate) fn splice<'f>(
@@ -355,7 +357,7 @@ impl<T, G: Generation> Lists<T, G> {
         mut f: Option<&mut (dyn FnMut(&T) + 'f)>,
     ) {
         debug_assert_ne!(from, to);
-        debug_assert_eq!(to, self.ordered as usize);
+        debug_assert!(to >= self.ordered as usize);
         let kept = self.lists[to].first;
         if kept != NIL && self.blocks[kept as usize].live() == 0 {
             // A kept last block, empty: give it up, or it would hide the
@@ -566,7 +568,7 @@ impl<T, G: Generation> Lists<T, G> {
                 assert!(block.live() != 0 || sole, "an empty block stays linked");
                 let full = block.room() == 0;
                 assert!(
-                    full || !seen_full || bucket == self.ordered as usize,
+                    full || !seen_full || bucket >= self.ordered as usize,
                     "a block with room after a full one"
                 );
                 seen_full |= full;

@@ -172,12 +172,13 @@ impl<T, G: Generation> Wheel<T, G> {
 
     /// Whether entry `key` sits in `bucket`, as its timer's word says:
     /// an entry said to be due ([`DUE`]) may also sit on the run list
-    /// outside a run (a forward took its bucket out). Both are due at the
-    /// next run, so reviving it there is as right as reviving it on the
-    /// due list (for assertions).
+    /// outside a run, or on the next run's list (a forward took its bucket
+    /// out). All are due at the next run, so reviving it there is as right
+    /// as reviving it on the due list (for assertions).
     pub(super) fn sits_in(&self, key: Key<G>, bucket: u16) -> bool {
         let actual = self.lists.bucket_of_slot(key.slot);
-        actual == bucket as usize || (bucket == DUE && actual == super::RUN)
+        actual == bucket as usize
+            || (bucket == DUE && (actual == super::RUN || actual == super::NEXT))
     }
 
     /// Whether `key` names the ghost.

@@ -68,7 +68,9 @@
 //!   `clk` (in the past) goes to the *due list*.
 //! * **What a run hands out, in order.** First the due list (in no
 //!   particular order), then whatever a forward took out of its buckets
-//!   (below), then the buckets due by `now`, tick by tick. Several buckets
+//!   (below), then the buckets due by `now`, tick by tick, and nothing
+//!   more: as the kernel's `__run_timers()` ends at the `jiffies` it
+//!   began with, a run ends at its `now`. Several buckets
 //!   due at one tick (one per level whose granularity divides it) are
 //!   taken together, the finest level first; within a bucket, no
 //!   particular order.
@@ -85,7 +87,19 @@
 //!   due by then leaves for the run list, in the order a run would take
 //!   them, and `clk` becomes `now + 1`. Nothing is due earlier or later
 //!   than it was, and entries inserted afterwards are placed against the
-//!   present. The timer bases forward before every insert above level 0
+//!   present.
+//! * **A forward during a run** (a callback re-arming a timer while the
+//!   present runs ahead of the run's `now`) hands the buckets due by the
+//!   run's `now` to the run, and takes the later ones out to a list of the
+//!   next run's, which hands them out after the due list and before what
+//!   later forwards take out. Were the run under way to hand
+//!   them out, a run whose callbacks take longer than the time they cover,
+//!   and re-arm timers, would be fed for ever, and its worker would never
+//!   get back to anything else (a job, a shutdown). So a run hands out
+//!   what was due at its start and the buckets due by its `now`: a finite
+//!   set, since an entry inserted during it at a tick it has passed waits
+//!   on the due list, and one inserted at a later tick up to `now` can be
+//!   re-armed only to later ticks still. The timer bases forward before every insert above level 0
 //!   whose base clock is behind the system clock `now`, to `now` itself
 //!   (the buckets of tick `now` stay): the level is then the one that the
 //!   timeout `expires - now` selects.
@@ -128,6 +142,9 @@ pub use key::{Generation, Key};
 
 /// The run list: entries of the current run, handed out by `poll`.
 const RUN: usize = BUCKETS + 1;
+/// What a forward during a run took out of its buckets, in bucket order:
+/// the next run's, after the due list.
+const NEXT: usize = BUCKETS + 2;
 
 /// A hierarchical, non-cascading timer wheel holding values of type `T`.
 ///
@@ -154,11 +171,13 @@ pub struct Wheel<T, G: Generation = u32> {
     clk: u64,
     /// One bit per non-empty bucket, per level.
     pending: [u64; LEVELS],
-    /// Buckets `0..BUCKETS`, the due list at [`DUE`] and the run list at
-    /// `RUN`.
+    /// Buckets `0..BUCKETS`, the due list at [`DUE`], the run list at
+    /// `RUN` and the next run's at `NEXT`.
     lists: Lists<T, G>,
     /// A run is under way (`poll` has not returned `None` since it began).
     in_run: bool,
+    /// The `now` of the run under way (of its latest `poll`).
+    run_now: u64,
     /// The first block of the run list that [`Wheel::lookahead`] last saw.
     ahead: u32,
     /// Cached earliest bucket time (`u64::MAX`: none), valid unless `recalc`.
@@ -199,8 +218,9 @@ impl<T, G: Generation> Wheel<T, G> {
         Wheel {
             clk: clk.min(MAX_TICK),
             pending: [0; LEVELS],
-            lists: Lists::new(BUCKETS + 2, capacity, RUN),
+            lists: Lists::new(BUCKETS + 3, capacity, RUN),
             in_run: false,
+            run_now: 0,
             ahead: blocks::NIL,
             next: u64::MAX,
             recalc: false,
@@ -317,7 +337,10 @@ impl<T, G: Generation> Wheel<T, G> {
     #[inline]
     pub fn next_expiry(&mut self) -> Option<u64> {
         self.settle();
-        if !self.lists.is_bucket_empty(DUE as usize) || !self.lists.is_bucket_empty(RUN) {
+        if !self.lists.is_bucket_empty(DUE as usize)
+            || !self.lists.is_bucket_empty(RUN)
+            || !self.lists.is_bucket_empty(NEXT)
+        {
             return Some(self.clk.saturating_sub(1));
         }
         let next = self.next_bucket_expiry();
@@ -358,8 +381,9 @@ impl<T, G: Generation> Wheel<T, G> {
     ///
     /// Every bucket due at or before `now` is taken out first, in the
     /// order a run would take it (see "Expiry" in the module docs): the
-    /// next run, or the one under way, hands its entries out in that
-    /// order, after what was already due. Then the clock is `now + 1`
+    /// next run hands its entries out in that order, after what was
+    /// already due (during a run too: the run under way ends at its own
+    /// `now`). Then the clock is `now + 1`
     /// (tick `now` counts as processed). Nothing happens if the clock is
     /// already past `now`.
     pub fn forward(&mut self, now: u64) {
@@ -378,7 +402,15 @@ impl<T, G: Generation> Wheel<T, G> {
             return;
         }
         self.settle();
-        while self.take_due_tick(clk - 1, f.as_deref_mut()) {}
+        if self.in_run {
+            // The run under way takes what is due by its `now`; the rest
+            // waits for the next run, so that this one ends.
+            let upto = self.run_now.min(clk - 1);
+            while self.take_due_tick(upto, RUN, f.as_deref_mut()) {}
+            while self.take_due_tick(clk - 1, NEXT, f.as_deref_mut()) {}
+        } else {
+            while self.take_due_tick(clk - 1, RUN, f.as_deref_mut()) {}
+        }
         self.clk = clk;
     }
 
@@ -398,15 +430,19 @@ impl<T, G: Generation> Wheel<T, G> {
         let now = now.min(MAX_TICK);
         if !self.in_run {
             // A new run takes over everything that was already due: the
-            // due list, then buckets that a forward took out (waiting on
-            // the run list).
+            // due list, then buckets that a forward took out during the
+            // last run, then those a forward took out since (waiting on the
+            // run list).
             self.settle();
             self.in_run = true;
-            if !self.lists.is_bucket_empty(DUE as usize) {
-                if self.lists.is_bucket_empty(RUN) {
-                    self.lists.move_bucket(DUE as usize, RUN);
-                } else {
-                    self.lists.splice(DUE as usize, RUN, true, None);
+            self.run_now = now;
+            for list in [NEXT, DUE as usize] {
+                if !self.lists.is_bucket_empty(list) {
+                    if self.lists.is_bucket_empty(RUN) {
+                        self.lists.move_bucket(list, RUN);
+                    } else {
+                        self.lists.splice(list, RUN, true, None);
+                    }
                 }
             }
         }
@@ -436,7 +472,7 @@ impl<T, G: Generation> Wheel<T, G> {
     /// (empty) run list. Returns false (after advancing the clock past
     /// `now`) if no bucket is due.
     fn collect(&mut self, now: u64) -> bool {
-        if self.take_due_tick(now, None) {
+        if self.take_due_tick(now, RUN, None) {
             return true;
         }
         if now >= self.clk {
@@ -446,13 +482,19 @@ impl<T, G: Generation> Wheel<T, G> {
     }
 
     /// If the earliest pending bucket time `t` is at or before `now`,
-    /// moves every bucket that fires at `t` to the end of the run list,
-    /// the finest level first, calling `f` on their entries; the clock
+    /// moves every bucket that fires at `t` to the end of the ordered list
+    /// `to` (`RUN`, or `NEXT`), the finest level first, calling `f` on
+    /// their entries; the clock
     /// moves to `t + 1`, as the kernel's `base->clk++` after
     /// `collect_expired_timers()`, so that an entry inserted at `t` or
     /// before from now on is in the past (the due list). Returns whether
     /// it moved anything.
-    fn take_due_tick<'f>(&mut self, now: u64, mut f: Option<&mut (dyn FnMut(&T) + 'f)>) -> bool {
+    fn take_due_tick<'f>(
+        &mut self,
+        now: u64,
+        to: usize,
+        mut f: Option<&mut (dyn FnMut(&T) + 'f)>,
+    ) -> bool {
         let t = self.next_bucket_expiry();
         if t > now {
             return false;
@@ -468,10 +510,10 @@ impl<T, G: Generation> Wheel<T, G> {
             if self.pending[lvl] & (1 << slot) != 0 {
                 self.pending[lvl] &= !(1 << slot);
                 let bucket = lvl * LVL_SIZE + slot;
-                if f.is_none() && self.lists.is_bucket_empty(RUN) {
-                    self.lists.move_bucket(bucket, RUN);
+                if f.is_none() && self.lists.is_bucket_empty(to) {
+                    self.lists.move_bucket(bucket, to);
                 } else {
-                    self.lists.splice(bucket, RUN, false, f.as_deref_mut());
+                    self.lists.splice(bucket, to, false, f.as_deref_mut());
                 }
                 moved = true;
             }

@@ -218,6 +218,51 @@ fn forward_takes_due_buckets_out_and_never_goes_back() {
 }
 
 #[test]
+fn a_run_ends_at_its_now_whatever_a_forward_meanwhile_takes_out() {
+    let mut w = Wheel::new();
+    w.insert(10, 'a');
+    w.insert(15, 'b');
+    w.insert(30, 'c');
+    assert_eq!(w.poll(10), Some('a'));
+    // The callback of 'a' re-arms a timer when the present is tick 20:
+    // the base forwards first, which would take out the bucket of 'b'.
+    w.forward(20);
+    assert_eq!(w.clk(), 21, "placed against the present");
+    w.insert(25, 'd');
+    assert_eq!(w.poll(10), None, "'b' was not due at the run's now");
+    // The next run hands it out first, then what came due by its now.
+    assert_eq!(w.next_expiry(), Some(20), "'b' is due");
+    assert_eq!(w.poll(30), Some('b'));
+    assert_eq!(w.poll(30), Some('d'));
+    assert_eq!(w.poll(30), Some('c'));
+    assert_eq!(w.poll(30), None);
+}
+
+#[test]
+fn a_run_fed_by_forwards_from_its_own_entries_ends() {
+    // Every entry handed out re-arms one a tick after the present, and
+    // the present moves on a tick per entry: a run that took in what each
+    // forward took out would never end.
+    let mut w = Wheel::new();
+    w.insert(1, 0u64);
+    w.insert(2, 100);
+    let mut present = 1;
+    let mut run = 0;
+    while let Some(v) = w.poll(1) {
+        run += 1;
+        assert!(run <= 1, "the run went on past its now");
+        present += 2;
+        w.forward(present);
+        w.insert(present + 1, v + 1);
+    }
+    assert_eq!(
+        w.poll(present),
+        Some(100),
+        "the next run takes what was due"
+    );
+}
+
+#[test]
 fn stale_keys_name_nothing() {
     let mut w = Wheel::new();
     let a = w.insert(10, 'a');
