@@ -152,3 +152,15 @@ pub mod error {
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
+
+/// The pages of `docs/`, the same way: a Rust example added to one runs
+/// under `cargo test --workspace` (their other blocks are `sh`, `text`
+/// and `c`; `ci/install.sh` builds and runs the C ones).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/using.md")]
+#[doc = include_str!("../../../docs/architecture.md")]
+#[doc = include_str!("../../../docs/kernel.md")]
+#[doc = include_str!("../../../docs/development.md")]
+#[doc = include_str!("../../../docs/programs.md")]
+#[doc = include_str!("../../../docs/results.md")]
+struct DocsDoctests;

@@ -10,7 +10,7 @@
 
 static atomic_int ticks, timeouts;
 
-static void on_tick(union sigval v) { /* SIGEV_THREAD: runs on a utimer worker */
+static void on_tick(union sigval v) { /* SIGEV_THREAD: a thread of its own, as glibc */
     atomic_fetch_add(&ticks, 1);
     (void)v;
 }

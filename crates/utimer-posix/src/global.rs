@@ -17,7 +17,9 @@
 //! per CPU the process may run on, each pinned to its CPU, a program
 //! thread's timers on the worker of the CPU it first armed one from, as
 //! the kernel's); `UTIMER_POSIX=off` sends every call to glibc, for
-//! comparing a program on the kernel and on utimer without rebuilding it.
+//! comparing a program on the kernel and on utimer without rebuilding it;
+//! `UTIMER_POSIX=verbose` prints one line on stderr when the system starts
+//! (`verbose.rs`).
 
 use std::ffi::c_uint;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
@@ -85,6 +87,7 @@ fn start() -> Option<*mut utimer_t> {
         n => utimer_capi::utimer_open(n),
     };
     if u.is_null() {
+        crate::verbose::failed(crate::real::errno());
         STATE.store(OFF, Ordering::Release);
         return None;
     }
@@ -96,6 +99,7 @@ fn start() -> Option<*mut utimer_t> {
     crate::inherit::note_owner();
     SYSTEM.store(u, Ordering::Release);
     STATE.store(UP, Ordering::Release);
+    crate::verbose::started(u, workers == 0);
     Some(u)
 }
 

@@ -19,7 +19,8 @@
 //! * One process-wide timer system (`global.rs`) starts on the first call,
 //!   with one worker per CPU the process may use (`UTIMER_WORKERS=n` says
 //!   otherwise). Its threads block every signal, so no program handler
-//!   ever runs on them.
+//!   ever runs on them. With `UTIMER_POSIX=verbose` its start prints one
+//!   line on stderr (`verbose.rs`).
 //! * Whatever utimer does not implement goes to glibc, and so to the
 //!   kernel, invisibly (`real.rs`): the CPU-time clocks, `CLOCK_TAI`, the
 //!   `_ALARM` clocks and any clock the kernel may add; timerfd flags that
@@ -88,3 +89,4 @@ mod sched;
 mod signals;
 mod timer;
 mod timerfd;
+mod verbose;

@@ -191,3 +191,106 @@ fn sigsafe() {
 fn sched() {
     both("sched");
 }
+
+/// `UTIMER_POSIX=verbose`: the library says on stderr, in one line, that
+/// it serves the program; without it (or without the library) nothing of
+/// utimer's appears, and the program's own output is the same either way.
+#[test]
+fn verbose_prints_one_line_when_asked() {
+    let dir = std::env::temp_dir().join(format!("utimer-posix-verbose-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("fire.c");
+    // A POSIX timer and a timerfd, each let fire once.
+    std::fs::write(
+        &src,
+        "#include <signal.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <time.h>\n\
+         #include <unistd.h>\n#include <sys/timerfd.h>\n\
+         int main(void) {\n\
+           struct sigevent ev = {.sigev_notify = SIGEV_NONE};\n\
+           timer_t t; struct itimerspec ms = {{0, 0}, {0, 1000000}}, left;\n\
+           if (timer_create(CLOCK_MONOTONIC, &ev, &t) || timer_settime(t, 0, &ms, NULL)) return 1;\n\
+           do usleep(1000); while (timer_gettime(t, &left) == 0 && left.it_value.tv_nsec);\n\
+           int fd = timerfd_create(CLOCK_MONOTONIC, 0);\n\
+           uint64_t n = 0;\n\
+           if (fd < 0 || timerfd_settime(fd, 0, &ms, NULL) || read(fd, &n, 8) != 8) return 1;\n\
+           printf(\"fired: %llu\\n\", (unsigned long long)n);\n\
+           return timer_delete(t);\n\
+         }\n",
+    )
+    .unwrap();
+    let exe = dir.join("fire");
+    let ok = Command::new("cc")
+        .arg(&src)
+        .args(["-lrt", "-o"])
+        .arg(&exe)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "fire.c does not compile");
+    let lib = library();
+    // (stdout, the lines of stderr that name utimer, pid) of one run.
+    let run = |preload: bool, env: &[(&str, &str)]| {
+        let mut cmd = Command::new(&exe);
+        cmd.env_remove("UTIMER_POSIX").env_remove("UTIMER_WORKERS");
+        if preload {
+            cmd.env("LD_PRELOAD", &lib);
+        }
+        cmd.envs(env.iter().copied());
+        let child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "{env:?}: {}\n{stdout}{stderr}",
+            out.status
+        );
+        let lines: Vec<String> = stderr
+            .lines()
+            .filter(|l| l.contains("utimer"))
+            .map(str::to_owned)
+            .collect();
+        (stdout, lines, pid)
+    };
+    let verbose = [("UTIMER_POSIX", "verbose")];
+    let (plain, none, _) = run(false, &verbose);
+    assert_eq!(plain, "fired: 1\n");
+    assert!(none.is_empty(), "the kernel's run: {none:?}");
+    let (quiet_out, quiet, _) = run(true, &[]);
+    assert_eq!(quiet_out, plain);
+    assert!(quiet.is_empty(), "not asked for: {quiet:?}");
+    let (off_out, off, _) = run(true, &[("UTIMER_POSIX", "off")]);
+    assert_eq!(off_out, plain);
+    assert!(off.is_empty(), "UTIMER_POSIX=off: {off:?}");
+    let (out, lines, pid) = run(true, &verbose);
+    assert_eq!(out, plain, "the program's output is unchanged");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let line = &lines[0];
+    assert!(
+        line.starts_with(&format!("utimer-posix: pid {pid}: ")),
+        "{line}"
+    );
+    for part in [
+        "CLOCK_MONOTONIC",
+        "utimer-worker-",
+        "one pinned to each CPU",
+        "to the kernel: ",
+    ] {
+        assert!(line.contains(part), "no {part:?} in {line}");
+    }
+    let (_, lines, _) = run(
+        true,
+        &[("UTIMER_POSIX", "verbose"), ("UTIMER_WORKERS", "3")],
+    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains(" 3 workers (") && lines[0].contains("unpinned"),
+        "{lines:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
