@@ -127,8 +127,9 @@ impl Handle {
     }
 
     /// A handle to `rt`'s system ([`Runtime::system_arc`]). The system
-    /// outlives the runtime while the handle lives, but its timers stop
-    /// firing once the runtime is shut down.
+    /// outlives the runtime while the handle lives, but shuts down with it:
+    /// its timers are cancelled, and futures that poll them panic, as
+    /// tokio's do once their runtime is gone (see the crate docs).
     pub fn from_runtime(rt: &Runtime) -> Handle {
         Handle::new(rt.system_arc())
     }

@@ -111,11 +111,14 @@
 //!   waker in its node under the base lock (unless it wakes the same
 //!   task), and reads the state again there, so a fire racing with a poll
 //!   is never missed (`tests/loom_sleeper.rs` in utimer models it).
-//! * **Shutdown.** A [`Handle`] and every timer keep their system alive.
-//!   A system whose workers have stopped (its [`Runtime`](utimer::Runtime)
-//!   shut down) keeps its futures pending; a timer that the system refuses
-//!   (utimer's [`TimerError::Shutdown`](utimer::TimerError::Shutdown))
-//!   panics the poll, as tokio's futures do once their time driver is gone.
+//! * **Shutdown.** A [`Handle`] and every timer keep their system alive,
+//!   but not its workers: once its [`Runtime`](utimer::Runtime) shuts down
+//!   (or [`TimerSystem::shutdown`](utimer::TimerSystem::shutdown) is
+//!   called) the system refuses timers (utimer's
+//!   [`TimerError::Shutdown`](utimer::TimerError::Shutdown)), and polling a
+//!   future whose timer it refused, or cancelled at the shutdown, panics,
+//!   as tokio's futures do once their time driver is gone (rather than
+//!   staying pending for ever).
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 

@@ -168,3 +168,36 @@ fn futures_are_send_and_sync() {
     send_sync::<utimer_async::Timeout<std::future::Ready<()>>>();
     send_sync::<Handle>();
 }
+
+/// A sleep whose runtime shuts down is woken, and its poll panics (as
+/// tokio's does once its time driver is gone) rather than staying pending
+/// for ever; so does a sleep made afterwards.
+#[test]
+fn a_sleep_of_a_runtime_that_shut_down_wakes_and_panics() {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let rt = Runtime::new(1).unwrap();
+    let h = Handle::from_runtime(&rt);
+    let mut s = Box::pin(h.sleep(Duration::from_secs(3600)));
+    let (woken, w) = flag();
+    assert!(s.as_mut().poll(&mut Context::from_waker(&w)).is_pending());
+    rt.shutdown();
+    assert!(h.system().is_shut_down());
+    assert!(wait_for(&woken), "the shutdown woke the sleep's task");
+    let polled = catch_unwind(AssertUnwindSafe(|| {
+        let _ = s.as_mut().poll(&mut Context::from_waker(&w));
+    }));
+    let message = polled.expect_err("the poll panics");
+    let message = message
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(message.contains("shut down"), "{message}");
+    let mut late = Box::pin(h.sleep(Duration::from_millis(1)));
+    let polled = catch_unwind(AssertUnwindSafe(|| {
+        let _ = late.as_mut().poll(&mut Context::from_waker(&w));
+    }));
+    assert!(
+        polled.is_err(),
+        "a sleep made after the shutdown panics too"
+    );
+}

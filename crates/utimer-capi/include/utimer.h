@@ -2,9 +2,10 @@
  * utimer: kernel-grade timers for user space (C API).
  *
  * Conventions (POSIX): functions return 0 or a documented value, and -1
- * with errno set on failure (EINVAL, EFAULT, EDEADLK, EPERM, EAGAIN, ...);
- * pointer-returning functions return NULL with errno set. No panic crosses
- * this boundary (a caught one reads as -1 / NULL with errno EFAULT).
+ * with errno set on failure (EINVAL, EFAULT, EDEADLK, EPERM, EAGAIN, ...;
+ * ESHUTDOWN for a timer whose system is closed); pointer-returning
+ * functions return NULL with errno set. No panic crosses this boundary (a
+ * caught one reads as -1 / NULL with errno EFAULT).
  * Link with: cc $(pkg-config --cflags --libs utimer)
  */
 
@@ -37,6 +38,14 @@ struct itimerspec;
  timer's clock (POSIX `TIMER_ABSTIME`, the same value).
  */
 #define UTIMER_TIMER_ABSTIME 1
+
+/*
+ The most workers `utimer_open()` and `utimer_open_unthreaded()`
+ accept: 1,024, the CPUs a `cpu_set_t` holds (`CPU_SETSIZE`), so that
+ one worker per CPU is always within it (Rust: `utimer::MAX_WORKERS`).
+ A larger count fails with `EINVAL` before any thread starts.
+ */
+#define UTIMER_MAX_WORKERS 1024
 
 /*
  `flags` of `utimer_timer_setup()`: the timer stays on the worker that
@@ -223,8 +232,9 @@ void utimer_report_acceptance(int signo,
  process may run on), which run the timers' callbacks and sleep tickless
  when idle.
 
- Returns NULL with `errno` set on failure: `EINVAL` for more than 65,536
- workers, `EAGAIN` (or the system's error) if a thread cannot start.
+ Returns NULL with `errno` set on failure: `EINVAL` for more than
+ `UTIMER_MAX_WORKERS` workers (before any thread starts), `EAGAIN` (or
+ the system's error) if a thread cannot start.
  */
 struct utimer_t *utimer_open(unsigned int workers);
 
@@ -233,15 +243,16 @@ struct utimer_t *utimer_open(unsigned int workers);
  program's own threads become its workers with `utimer_worker_register()`
  and run its timers from their event loops. 0: one worker per CPU.
 
- Returns NULL with `errno` set on failure (`EINVAL`).
+ Returns NULL with `errno` set on failure: `EINVAL` for more than
+ `UTIMER_MAX_WORKERS` workers.
  */
 struct utimer_t *utimer_open_unthreaded(unsigned int workers);
 
 /*
  Closes `u`: stops its worker threads (a callback already running
  finishes first), cancels every pending timer and deletes its POSIX
- timers. Wheel timers still allocated stay valid memory whose calls
- fail with `EINVAL` until `utimer_timer_free()`.
+ timers. Wheel timers still allocated stay valid memory whose arming
+ and waiting calls fail with `ESHUTDOWN` until `utimer_timer_free()`.
  NULL is ignored. Must not be called from one of `u`'s callbacks.
 
  # Safety
@@ -257,7 +268,10 @@ void utimer_close(struct utimer_t *u);
  kernel fires hrtimers from its interrupt). Never lowers; best effort
  without the privilege. A timer that fires, made for a real-time thread,
  does this by itself. Returns the priority the workers run at (0: not
- raised), or -1 with `errno = EINVAL` for NULL.
+ raised), or -1 with `errno = EINVAL` for NULL or a priority that is no
+ `SCHED_FIFO` one (outside `sched_get_priority_min(SCHED_FIFO)` ..=
+ `sched_get_priority_max(SCHED_FIFO)`, 1..=99 on Linux, as
+ `sched_setscheduler()` refuses it); nothing changes then.
 
  # Safety
  `u` is NULL or a live handle.
@@ -425,8 +439,9 @@ struct utimer_timer_list *utimer_timer_setup(struct utimer_t *u,
 /*
  Arms or re-arms `t` to fire at tick `expires` (see `utimer_jiffies()`):
  the kernel's `mod_timer()`. Re-arming within the same wheel bucket takes
- no lock. Returns 1 if it was pending, 0 if not, -1 with `errno = EINVAL`
- (NULL, or its system is closed).
+ no lock. Returns 1 if it was pending, 0 if not, -1 with `errno`:
+ `EINVAL` for NULL, `ESHUTDOWN` once its system is closed
+ (`utimer_close()`: nothing would ever fire it).
 
  # Safety
  `t` is NULL or a live handle from `utimer_timer_setup`.
@@ -437,7 +452,8 @@ int utimer_mod_timer(struct utimer_timer_list *t,
 /*
  Re-arms `t` to `expires` only if it is pending: the kernel's
  `mod_timer_pending()`. Returns 1 if it was (and is re-armed), 0 if not,
- -1 with `errno = EINVAL`.
+ -1 with `errno`: `EINVAL` for NULL, `ESHUTDOWN` once its system is
+ closed.
 
  # Safety
  `t` is NULL or a live handle from `utimer_timer_setup`.
@@ -448,7 +464,8 @@ int utimer_mod_timer_pending(struct utimer_timer_list *t,
 /*
  Arms `t` at `expires`, or moves it earlier if it is pending later: the
  kernel's `timer_reduce()`. Returns 1 if it was pending, 0 if not, -1
- with `errno = EINVAL` (NULL, or its system is closed).
+ with `errno`: `EINVAL` for NULL, `ESHUTDOWN` once its system is
+ closed.
 
  # Safety
  `t` is NULL or a live handle from `utimer_timer_setup`.
@@ -470,8 +487,8 @@ int utimer_del_timer(struct utimer_timer_list *t);
  Cancels `t` and waits until its callback is not running anywhere: the
  kernel's `timer_delete_sync()` / `del_timer_sync()`. Returns 1 if it
  was pending, 0 if not, -1 with `errno`: `EDEADLK` when called from
- `t`'s own callback (nothing changes), `EINVAL` for NULL or once its
- system is closed.
+ `t`'s own callback (nothing changes), `EINVAL` for NULL, `ESHUTDOWN`
+ once its system is closed.
 
  # Safety
  `t` is NULL or a live handle from `utimer_timer_setup`.
@@ -482,8 +499,8 @@ int utimer_del_timer_sync(struct utimer_timer_list *t);
  Cancels `t` for good (later arms are ignored, also from its own
  callback) and waits for a running callback: the kernel's
  `timer_shutdown_sync()`. Returns 1 if it was pending, 0 if not, -1
- with `errno`: `EDEADLK` from its own callback, `EINVAL` for NULL or
- once its system is closed.
+ with `errno`: `EDEADLK` from its own callback, `EINVAL` for NULL,
+ `ESHUTDOWN` once its system is closed.
 
  # Safety
  `t` is NULL or a live handle from `utimer_timer_setup`.

@@ -32,13 +32,10 @@ pub(crate) fn guard<R: Copy>(fail: R, f: impl FnOnce() -> Result<R, Errno>) -> R
     }
 }
 
-/// utimer's error as `errno`. A system that is gone reads as `EINVAL`: the
-/// handle no longer names a usable timer (the library's documented rule).
+/// utimer's error as `errno` ([`TimerError::errno`]): a system that has
+/// shut down reads as `ESHUTDOWN`.
 pub(crate) fn errno(e: TimerError) -> Errno {
-    match e {
-        TimerError::Shutdown => libc::EINVAL,
-        e => e.errno(),
-    }
+    e.errno()
 }
 
 /// A reference from a pointer that C passed, or `EINVAL` for NULL.

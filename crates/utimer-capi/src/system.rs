@@ -24,21 +24,20 @@ pub struct utimer_t {
     pub(crate) closed: Arc<AtomicBool>,
 }
 
-fn workers(n: c_uint) -> usize {
-    match n {
-        0 => TimerSystem::builder().worker_count(),
-        n => n as usize,
-    }
-}
+/// The most workers `utimer_open()` and `utimer_open_unthreaded()`
+/// accept: 1,024, the CPUs a `cpu_set_t` holds (`CPU_SETSIZE`), so that
+/// one worker per CPU is always within it (Rust: `utimer::MAX_WORKERS`).
+/// A larger count fails with `EINVAL` before any thread starts.
+pub const UTIMER_MAX_WORKERS: c_uint = 1024;
 
-/// Largest worker count accepted (a sanity bound, not a design limit).
-const MAX_WORKERS: c_uint = 65_536;
+const _: () = assert!(UTIMER_MAX_WORKERS as usize == utimer::MAX_WORKERS);
 
 fn open(n: c_uint, threads: bool) -> Result<*mut utimer_t, Errno> {
-    if n > MAX_WORKERS {
+    if n > UTIMER_MAX_WORKERS {
         return Err(libc::EINVAL);
     }
-    open_with(TimerSystem::builder().workers(workers(n)), threads)
+    // 0: one per CPU (the builder's own rule).
+    open_with(TimerSystem::builder().workers(n as usize), threads)
 }
 
 /// A threaded system with one worker pinned to each CPU the process may
@@ -55,8 +54,12 @@ pub fn utimer_open_pinned() -> *mut utimer_t {
 
 fn open_with(builder: utimer::Builder, threads: bool) -> Result<*mut utimer_t, Errno> {
     let (sys, rt) = if threads {
-        let rt =
-            Runtime::with_builder(builder).map_err(|e| e.raw_os_error().unwrap_or(libc::EAGAIN))?;
+        let rt = Runtime::with_builder(builder).map_err(|e| match e.raw_os_error() {
+            Some(errno) => errno,
+            // Settings refused before any thread started.
+            None if e.kind() == std::io::ErrorKind::InvalidInput => libc::EINVAL,
+            None => libc::EAGAIN,
+        })?;
         (rt.system_arc(), Some(rt))
     } else {
         let sys = builder
@@ -76,8 +79,9 @@ fn open_with(builder: utimer::Builder, threads: bool) -> Result<*mut utimer_t, E
 /// process may run on), which run the timers' callbacks and sleep tickless
 /// when idle.
 ///
-/// Returns NULL with `errno` set on failure: `EINVAL` for more than 65,536
-/// workers, `EAGAIN` (or the system's error) if a thread cannot start.
+/// Returns NULL with `errno` set on failure: `EINVAL` for more than
+/// `UTIMER_MAX_WORKERS` workers (before any thread starts), `EAGAIN` (or
+/// the system's error) if a thread cannot start.
 #[no_mangle]
 pub extern "C" fn utimer_open(workers: c_uint) -> *mut utimer_t {
     guard(std::ptr::null_mut(), || open(workers, true))
@@ -87,7 +91,8 @@ pub extern "C" fn utimer_open(workers: c_uint) -> *mut utimer_t {
 /// program's own threads become its workers with `utimer_worker_register()`
 /// and run its timers from their event loops. 0: one worker per CPU.
 ///
-/// Returns NULL with `errno` set on failure (`EINVAL`).
+/// Returns NULL with `errno` set on failure: `EINVAL` for more than
+/// `UTIMER_MAX_WORKERS` workers.
 #[no_mangle]
 pub extern "C" fn utimer_open_unthreaded(workers: c_uint) -> *mut utimer_t {
     guard(std::ptr::null_mut(), || open(workers, false))
@@ -95,8 +100,8 @@ pub extern "C" fn utimer_open_unthreaded(workers: c_uint) -> *mut utimer_t {
 
 /// Closes `u`: stops its worker threads (a callback already running
 /// finishes first), cancels every pending timer and deletes its POSIX
-/// timers. Wheel timers still allocated stay valid memory whose calls
-/// fail with `EINVAL` until `utimer_timer_free()`.
+/// timers. Wheel timers still allocated stay valid memory whose arming
+/// and waiting calls fail with `ESHUTDOWN` until `utimer_timer_free()`.
 /// NULL is ignored. Must not be called from one of `u`'s callbacks.
 ///
 /// # Safety
@@ -124,7 +129,10 @@ pub unsafe extern "C" fn utimer_close(u: *mut utimer_t) {
 /// kernel fires hrtimers from its interrupt). Never lowers; best effort
 /// without the privilege. A timer that fires, made for a real-time thread,
 /// does this by itself. Returns the priority the workers run at (0: not
-/// raised), or -1 with `errno = EINVAL` for NULL.
+/// raised), or -1 with `errno = EINVAL` for NULL or a priority that is no
+/// `SCHED_FIFO` one (outside `sched_get_priority_min(SCHED_FIFO)` ..=
+/// `sched_get_priority_max(SCHED_FIFO)`, 1..=99 on Linux, as
+/// `sched_setscheduler()` refuses it); nothing changes then.
 ///
 /// # Safety
 /// `u` is NULL or a live handle.
@@ -133,7 +141,7 @@ pub unsafe extern "C" fn utimer_serve_realtime(u: *const utimer_t, priority: c_i
     guard(-1, || {
         // SAFETY: the caller's promise.
         let u = unsafe { handle(u) }?;
-        Ok(u.sys.serve_realtime(priority))
+        u.sys.serve_realtime(priority).map_err(crate::ffi::errno)
     })
 }
 

@@ -88,8 +88,8 @@ pub unsafe extern "C" fn utimer_timer_setup(
 }
 
 /// Runs `f` on the timer behind `t`, mapping its answer to 1 / 0 and its
-/// error to `errno`; once its system is closed, `EINVAL` without calling
-/// `f`, unless `after_close` gives the answer then.
+/// error to `errno`; once its system is closed, `ESHUTDOWN` without
+/// calling `f`, unless `after_close` gives the answer then.
 fn with_timer(
     t: *const utimer_timer_list,
     after_close: Option<bool>,
@@ -100,7 +100,7 @@ fn with_timer(
         // or a live handle from `utimer_timer_setup`.
         let t = unsafe { handle(t) }?;
         if t.closed.load(Ordering::Acquire) {
-            return after_close.map(int).ok_or(libc::EINVAL);
+            return after_close.map(int).ok_or(libc::ESHUTDOWN);
         }
         f(&t.timer).map(int).map_err(errno)
     })
@@ -108,8 +108,9 @@ fn with_timer(
 
 /// Arms or re-arms `t` to fire at tick `expires` (see `utimer_jiffies()`):
 /// the kernel's `mod_timer()`. Re-arming within the same wheel bucket takes
-/// no lock. Returns 1 if it was pending, 0 if not, -1 with `errno = EINVAL`
-/// (NULL, or its system is closed).
+/// no lock. Returns 1 if it was pending, 0 if not, -1 with `errno`:
+/// `EINVAL` for NULL, `ESHUTDOWN` once its system is closed
+/// (`utimer_close()`: nothing would ever fire it).
 ///
 /// # Safety
 /// `t` is NULL or a live handle from `utimer_timer_setup`.
@@ -120,7 +121,8 @@ pub unsafe extern "C" fn utimer_mod_timer(t: *mut utimer_timer_list, expires: u6
 
 /// Re-arms `t` to `expires` only if it is pending: the kernel's
 /// `mod_timer_pending()`. Returns 1 if it was (and is re-armed), 0 if not,
-/// -1 with `errno = EINVAL`.
+/// -1 with `errno`: `EINVAL` for NULL, `ESHUTDOWN` once its system is
+/// closed.
 ///
 /// # Safety
 /// `t` is NULL or a live handle from `utimer_timer_setup`.
@@ -134,7 +136,8 @@ pub unsafe extern "C" fn utimer_mod_timer_pending(
 
 /// Arms `t` at `expires`, or moves it earlier if it is pending later: the
 /// kernel's `timer_reduce()`. Returns 1 if it was pending, 0 if not, -1
-/// with `errno = EINVAL` (NULL, or its system is closed).
+/// with `errno`: `EINVAL` for NULL, `ESHUTDOWN` once its system is
+/// closed.
 ///
 /// # Safety
 /// `t` is NULL or a live handle from `utimer_timer_setup`.
@@ -157,8 +160,8 @@ pub unsafe extern "C" fn utimer_del_timer(t: *mut utimer_timer_list) -> c_int {
 /// Cancels `t` and waits until its callback is not running anywhere: the
 /// kernel's `timer_delete_sync()` / `del_timer_sync()`. Returns 1 if it
 /// was pending, 0 if not, -1 with `errno`: `EDEADLK` when called from
-/// `t`'s own callback (nothing changes), `EINVAL` for NULL or once its
-/// system is closed.
+/// `t`'s own callback (nothing changes), `EINVAL` for NULL, `ESHUTDOWN`
+/// once its system is closed.
 ///
 /// # Safety
 /// `t` is NULL or a live handle from `utimer_timer_setup`.
@@ -170,8 +173,8 @@ pub unsafe extern "C" fn utimer_del_timer_sync(t: *mut utimer_timer_list) -> c_i
 /// Cancels `t` for good (later arms are ignored, also from its own
 /// callback) and waits for a running callback: the kernel's
 /// `timer_shutdown_sync()`. Returns 1 if it was pending, 0 if not, -1
-/// with `errno`: `EDEADLK` from its own callback, `EINVAL` for NULL or
-/// once its system is closed.
+/// with `errno`: `EDEADLK` from its own callback, `EINVAL` for NULL,
+/// `ESHUTDOWN` once its system is closed.
 ///
 /// # Safety
 /// `t` is NULL or a live handle from `utimer_timer_setup`.

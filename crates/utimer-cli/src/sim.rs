@@ -17,9 +17,9 @@ and timer wake-ups per simulated second.";
 /// timer migration, 2022) on virtual workers and time.
 #[derive(Debug, Default, Args)]
 pub(crate) struct SimArgs {
-    /// Virtual workers (1..=65536); default: a table for 8, 64, 512 and 1,024
-    /// workers
-    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=65_536))]
+    /// Virtual workers (1..=1024, utimer's MAX_WORKERS); default: a table
+    /// for 8, 64, 512 and 1,024 workers
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..=utimer::MAX_WORKERS as u64))]
     workers: Option<u64>,
     /// NUMA nodes they are spread over (1..=1024; default: 1 for 8 workers,
     /// else 8)
@@ -138,7 +138,7 @@ mod tests {
         assert_eq!(parse(&["--stall-bound", "3"]).unwrap().stall_bound, Some(3));
         for bad in [
             &["--workers", "0"][..],
-            &["--workers", "65537"],
+            &["--workers", "1025"],
             &["--workers"],
             &["--nodes", "x"],
             &["--seed", "-1"],

@@ -13,11 +13,15 @@
 //!   start fails (no threads) ──► FAILED: every call goes to glibc.
 //! ```
 //!
-//! `UTIMER_WORKERS=n` sets the number of workers, unpinned (default: one
-//! per CPU the process may run on, each pinned to its CPU, a program
-//! thread's timers on the worker of the CPU it first armed one from, as
-//! the kernel's); `UTIMER_POSIX=off` sends every call to glibc, for
-//! comparing a program on the kernel and on utimer without rebuilding it;
+//! `UTIMER_WORKERS=n` sets the number of workers, unpinned (1 to
+//! `UTIMER_MAX_WORKERS`; 0 or unset: one per CPU the process may run on,
+//! each pinned to its CPU, a program thread's timers on the worker of the
+//! CPU it first armed one from, as the kernel's); `UTIMER_POSIX=off` sends
+//! every call to glibc, for comparing a program on the kernel and on
+//! utimer without rebuilding it (`on`, the default, is accepted too). A
+//! value the library cannot use is reported on stderr, one line starting
+//! `utimer:`, once per process, and ignored (the default applies), as is
+//! a system that cannot start (then every call goes to glibc).
 //! `UTIMER_POSIX=verbose` prints one line on stderr when the system starts
 //! (`verbose.rs`).
 
@@ -73,27 +77,29 @@ fn start() -> Option<*mut utimer_t> {
             libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(forget_in_child))
         };
     }
-    if std::env::var_os("UTIMER_POSIX").is_some_and(|v| v == "off") {
+    if turned_off() {
         STATE.store(OFF, Ordering::Release);
         return None;
     }
-    let workers = std::env::var("UTIMER_WORKERS")
-        .ok()
-        .and_then(|v| v.parse::<c_uint>().ok())
-        .unwrap_or(0);
+    let workers = workers();
     let u = match workers {
         // One worker on each CPU, as the kernel's timer bases.
         0 => utimer_capi::utimer_open_pinned(),
         n => utimer_capi::utimer_open(n),
     };
     if u.is_null() {
-        crate::verbose::failed(crate::real::errno());
+        let err = std::io::Error::last_os_error();
+        warn(
+            &START_FAILED,
+            format_args!("the timer system did not start ({err}): timers go to the kernel"),
+        );
         STATE.store(OFF, Ordering::Release);
         return None;
     }
     let early = crate::sched::early_priority();
     if early > 0 {
         // SAFETY: the live system just opened.
+        // (A priority a thread took is always a valid one.)
         unsafe { utimer_capi::utimer_serve_realtime(u, early) };
     }
     crate::inherit::note_owner();
@@ -101,6 +107,66 @@ fn start() -> Option<*mut utimer_t> {
     STATE.store(UP, Ordering::Release);
     crate::verbose::started(u, workers == 0);
     Some(u)
+}
+
+/// `UTIMER_POSIX`: whether it says `off`. `on` (or unset) is the
+/// default, `verbose` the default with a line at start (`verbose.rs`);
+/// anything else is reported and ignored.
+fn turned_off() -> bool {
+    match std::env::var_os("UTIMER_POSIX") {
+        None => false,
+        Some(v) if v == "off" => true,
+        Some(v) if v == "on" || v == "verbose" => false,
+        Some(v) => {
+            warn(
+                &BAD_POSIX,
+                format_args!(
+                    "UTIMER_POSIX={:?} ignored: it takes `off` (every call to the kernel), `on` (the default) or `verbose`",
+                    v.to_string_lossy()
+                ),
+            );
+            false
+        }
+    }
+}
+
+/// `UTIMER_WORKERS`: the number of workers (0: one per CPU, pinned).
+/// Unset is 0; a value that is no number of workers up to
+/// `UTIMER_MAX_WORKERS` is reported and ignored.
+fn workers() -> c_uint {
+    let Some(v) = std::env::var_os("UTIMER_WORKERS") else {
+        return 0;
+    };
+    match v.to_str().and_then(|s| s.trim().parse::<c_uint>().ok()) {
+        Some(n) if n <= utimer_capi::UTIMER_MAX_WORKERS => n,
+        _ => {
+            warn(
+                &BAD_WORKERS,
+                format_args!(
+                    "UTIMER_WORKERS={:?} ignored: it takes a number of workers from 0 (one per CPU, the default) to {}",
+                    v.to_string_lossy(),
+                    utimer_capi::UTIMER_MAX_WORKERS
+                ),
+            );
+            0
+        }
+    }
+}
+
+/// Each report is made once per process (a `fork` child inherits the
+/// flags, so it does not repeat its parent's).
+static BAD_POSIX: AtomicBool = AtomicBool::new(false);
+static BAD_WORKERS: AtomicBool = AtomicBool::new(false);
+static START_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// Writes `utimer: <message>` as one line to stderr, unless `once` says
+/// it was written already. One `write` of the whole line, errors ignored:
+/// the program's stderr may be closed, and this must never fail a call.
+fn warn(once: &AtomicBool, message: std::fmt::Arguments<'_>) {
+    if once.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    crate::verbose::emit(&format!("utimer: {message}\n"));
 }
 
 /// The child side of `fork`: the inherited timerfds become the kernel's

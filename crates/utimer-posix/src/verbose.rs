@@ -9,11 +9,10 @@
 //!   to the kernel: the CPU-time clocks, CLOCK_TAI, the _ALARM clocks, TFD_TIMER_CANCEL_ON_SET
 //! ```
 //!
-//! (one line, wrapped here). If the system cannot start, the line says so:
-//! every call then goes to the kernel. A `fork` child that makes a timer
+//! (one line, wrapped here). A system that cannot start is reported
+//! whatever the setting (`global.rs`): every call then goes to the kernel. A `fork` child that makes a timer
 //! starts a system of its own, and prints its own line.
 
-use std::ffi::c_int;
 use utimer_capi::utimer_t;
 
 /// The value of `UTIMER_POSIX` that asks for the line.
@@ -41,17 +40,9 @@ fn started_line(pid: u32, workers: u32, pinned: bool) -> String {
     )
 }
 
-/// The line for a system that could not start (`errno` `err`).
-fn failed_line(pid: u32, err: c_int) -> String {
-    format!(
-        "utimer-posix: pid {pid}: could not start: {}; every timer call goes to the kernel\n",
-        std::io::Error::from_raw_os_error(err)
-    )
-}
-
 /// Writes `line` to stderr with glibc's own `write` (the library's
 /// interposed one would look at the descriptor first).
-fn emit(line: &str) {
+pub(crate) fn emit(line: &str) {
     let mut rest = line.as_bytes();
     while !rest.is_empty() {
         // SAFETY: glibc's `write` of a live buffer of `rest.len()` bytes.
@@ -75,12 +66,4 @@ pub(crate) fn started(u: *mut utimer_t, pinned: bool) {
     // SAFETY: `u` is the live system just opened.
     let workers = unsafe { utimer_capi::utimer_workers(u) };
     emit(&started_line(std::process::id(), workers, pinned));
-}
-
-/// Called when the system could not start (`errno` `err`): the line, if
-/// asked for.
-pub(crate) fn failed(err: c_int) {
-    if requested() {
-        emit(&failed_line(std::process::id(), err));
-    }
 }

@@ -294,3 +294,98 @@ fn verbose_prints_one_line_when_asked() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The drop-in's settings from the environment: a value it can use takes
+/// effect silently; one it cannot is reported once on stderr (one line,
+/// starting `utimer:`) and ignored, the default taking its place.
+#[test]
+fn environment_values_are_checked() {
+    let dir = std::env::temp_dir().join(format!("utimer-posix-env-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("env.c");
+    // Creates a timer (which starts the library's system, if it serves the
+    // program), then prints how many utimer worker threads run, once every
+    // thread but the main one has named itself (a new thread names itself
+    // when it starts, after the library's call returned).
+    std::fs::write(
+        &src,
+        "#define _GNU_SOURCE\n#include <dirent.h>\n#include <signal.h>\n#include <stdio.h>\n\
+         #include <string.h>\n#include <time.h>\n#include <unistd.h>\n\
+         static int count(int *unnamed) {\n\
+           int n = 0; *unnamed = 0; DIR *d = opendir(\"/proc/self/task\"); struct dirent *e;\n\
+           while ((e = readdir(d)) != NULL) {\n\
+             if (e->d_name[0] == '.') continue;\n\
+             char path[300], comm[64] = {0};\n\
+             snprintf(path, sizeof path, \"/proc/self/task/%s/comm\", e->d_name);\n\
+             FILE *f = fopen(path, \"r\"); if (!f) continue;\n\
+             if (fgets(comm, sizeof comm, f)) {\n\
+               if (strncmp(comm, \"utimer-worker\", 13) == 0) n++;\n\
+               else if (strncmp(comm, \"utimer-\", 7) != 0) (*unnamed)++;\n\
+             }\n\
+             fclose(f);\n\
+           }\n\
+           closedir(d); return n; }\n\
+         int main(void) {\n\
+           struct sigevent ev; memset(&ev, 0, sizeof ev); ev.sigev_notify = SIGEV_NONE;\n\
+           timer_t t; if (timer_create(CLOCK_MONOTONIC, &ev, &t) != 0) return 3;\n\
+           timer_t u; if (timer_create(CLOCK_MONOTONIC, &ev, &u) != 0) return 3;\n\
+           int unnamed, n = count(&unnamed);\n\
+           for (int i = 0; i < 10000 && unnamed > 1; i++) { usleep(1000); n = count(&unnamed); }\n\
+           printf(\"workers %d\\n\", n); return 0; }\n",
+    )
+    .unwrap();
+    let exe = dir.join("env");
+    let ok = Command::new("cc")
+        .arg(&src)
+        .args(["-lrt", "-o"])
+        .arg(&exe)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "env.c does not compile");
+    let lib = library();
+    let run = |vars: &[(&str, &str)]| {
+        let mut cmd = Command::new(&exe);
+        cmd.env("LD_PRELOAD", &lib)
+            .env_remove("UTIMER_WORKERS")
+            .env_remove("UTIMER_POSIX");
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{vars:?}: {}\n{stderr}", out.status);
+        let workers: usize = stdout
+            .trim()
+            .strip_prefix("workers ")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{vars:?}: {stdout}"));
+        (workers, stderr)
+    };
+    let (default, stderr) = run(&[]);
+    assert!(default >= 1, "the library serves the program");
+    assert_eq!(stderr, "");
+    // Values it can use: silent.
+    assert_eq!(run(&[("UTIMER_WORKERS", "2")]), (2, String::new()));
+    assert_eq!(run(&[("UTIMER_WORKERS", "0")]), (default, String::new()));
+    assert_eq!(run(&[("UTIMER_POSIX", "on")]), (default, String::new()));
+    assert_eq!(run(&[("UTIMER_POSIX", "off")]), (0, String::new()));
+    // Values it cannot: one line each, and the default.
+    for (var, value) in [
+        ("UTIMER_WORKERS", "banana"),
+        ("UTIMER_WORKERS", "-3"),
+        ("UTIMER_WORKERS", "100000"),
+        ("UTIMER_POSIX", "of"),
+        ("UTIMER_POSIX", "OFF"),
+    ] {
+        let (workers, stderr) = run(&[(var, value)]);
+        assert_eq!(workers, default, "{var}={value} is ignored");
+        assert_eq!(stderr.lines().count(), 1, "{var}={value}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("utimer: {var}=\"{value}\" ignored")),
+            "{var}={value}: {stderr}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

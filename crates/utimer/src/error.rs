@@ -8,8 +8,14 @@ use std::fmt;
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TimerError {
-    /// The timer's [`TimerSystem`](crate::TimerSystem) has been dropped: its
-    /// bases accept no timers. The timer itself stays valid (and inert).
+    /// The timer's [`TimerSystem`](crate::TimerSystem) has shut down: it was
+    /// dropped, its [`Runtime`](crate::Runtime) stopped
+    /// ([`Runtime::shutdown`](crate::Runtime::shutdown) or drop), or
+    /// [`TimerSystem::shutdown`](crate::TimerSystem::shutdown) was called.
+    /// It accepts no timers: arming, re-arming or creating one fails with
+    /// this (`ESHUTDOWN` in C), as tokio's timers fail once their runtime
+    /// is gone (`tokio::time::error::Error::shutdown`). The timer itself
+    /// stays valid (and inert): it is not pending.
     Shutdown,
     /// `add` on a timer that is already pending (the kernel would `BUG()`).
     AlreadyPending,
@@ -55,6 +61,13 @@ pub enum TimerError {
     /// No memory for another timer, or the ID space is full (`EAGAIN` as
     /// `timer_create` says).
     NoSpace,
+    /// More workers than a system may have
+    /// ([`MAX_WORKERS`](crate::MAX_WORKERS)), refused before anything is
+    /// made or any thread starts (`EINVAL`).
+    TooManyWorkers {
+        /// The count asked for (saturated to `u32::MAX`).
+        requested: u32,
+    },
     /// A file descriptor or signal could not be set up; the payload is the
     /// `errno` the kernel gave.
     Os(i32),
@@ -77,6 +90,7 @@ impl TimerError {
             TimerError::NoSuchTimer => libc::EINVAL,
             TimerError::InvalidArgument => libc::EINVAL,
             TimerError::NoSpace => libc::EAGAIN,
+            TimerError::TooManyWorkers { .. } => libc::EINVAL,
             TimerError::Os(e) => *e,
         }
     }
@@ -117,6 +131,12 @@ impl fmt::Display for TimerError {
                 "invalid argument: timespecs must be non-negative with tv_nsec below 1e9; clocks, notifications and signals must be known",
             ),
             TimerError::NoSpace => f.write_str("no room for another POSIX timer"),
+            // (The number is `MAX_WORKERS`, which this layer cannot name;
+            // tests/bad_input.rs checks that they agree.)
+            TimerError::TooManyWorkers { requested } => write!(
+                f,
+                "{requested} workers: a timer system has at most 1024 (utimer::MAX_WORKERS); 0 means one per CPU"
+            ),
             TimerError::Os(e) => write!(f, "the kernel refused: errno {e} ({})", std::io::Error::from_raw_os_error(*e)),
         }
     }

@@ -146,7 +146,7 @@ pub use posix::{ItimerSpec, Notify, PosixTimers, TimerId};
 pub use runtime::Runtime;
 pub use system::{
     Builder, EnterGuard, HrSleeper, Interrupter, Metrics, SleepOutcome, Sleeper, SystemRef,
-    TimerList, TimerSystem, WheelBaseInfo, Worker, WorkerTimers, MAX_AHEAD, MIN_AHEAD,
+    TimerList, TimerSystem, WheelBaseInfo, Worker, WorkerTimers, MAX_AHEAD, MAX_WORKERS, MIN_AHEAD,
 };
 pub use time::{Clock, ClockId, Expiry};
 pub use timer_list::{BaseKind, BaseStats, Timer, TimerFlags};

@@ -142,3 +142,70 @@ fn the_panic_hook_is_told_and_may_panic_itself() {
     assert_eq!(n.load(Ordering::Relaxed), 1);
     assert_eq!(sys.metrics().totals().panicked, 1);
 }
+
+#[test]
+fn worker_counts_are_checked_before_any_thread_starts() {
+    use std::io::ErrorKind;
+    use utimer::{Runtime, MAX_WORKERS};
+    let per_cpu = TimerSystem::builder().worker_count();
+    assert!(per_cpu >= 1);
+    // 0 means one per CPU, in every API.
+    assert_eq!(TimerSystem::builder().workers(0).worker_count(), per_cpu);
+    assert_eq!(TimerSystem::without_threads(0).workers(), per_cpu);
+    let rt = Runtime::new(0).unwrap();
+    assert_eq!(rt.system().workers(), per_cpu);
+    drop(rt);
+    // Above the maximum: refused at once (no thread starts: the call
+    // returns in far less time than starting them would take).
+    for n in [MAX_WORKERS + 1, 70_000, 1_000_000, usize::MAX] {
+        let start = std::time::Instant::now();
+        let e = Runtime::new(n).expect_err("too many workers");
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{n}: {e}");
+        let inner = e
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<TimerError>())
+            .copied();
+        let requested = u32::try_from(n).unwrap_or(u32::MAX);
+        assert_eq!(inner, Some(TimerError::TooManyWorkers { requested }));
+        assert!(start.elapsed() < Duration::from_secs(2), "{n}: slow");
+        assert_eq!(
+            TimerSystem::builder()
+                .workers(n)
+                .try_build_without_threads()
+                .err(),
+            Some(TimerError::TooManyWorkers { requested })
+        );
+    }
+    let e = TimerError::TooManyWorkers { requested: 70_000 };
+    assert_eq!(e.errno(), libc::EINVAL);
+    assert!(
+        e.to_string().contains(&format!("at most {MAX_WORKERS} ")),
+        "{e}"
+    );
+    // The maximum itself is a system (without threads here).
+    let sys = TimerSystem::builder()
+        .workers(MAX_WORKERS)
+        .try_build_without_threads()
+        .unwrap();
+    assert_eq!(sys.workers(), MAX_WORKERS);
+}
+
+#[test]
+fn real_time_priorities_out_of_range_are_refused() {
+    let sys = TimerSystem::without_threads(1);
+    for p in [500, 100, 0, -5, i32::MIN, i32::MAX] {
+        assert_eq!(
+            sys.serve_realtime(p),
+            Err(TimerError::InvalidArgument),
+            "priority {p}"
+        );
+    }
+    assert_eq!(
+        sys.realtime_priority(),
+        0,
+        "a refused priority changes nothing"
+    );
+    // A valid one is served (raised if the process may, else 0).
+    let got = sys.serve_realtime(10).unwrap();
+    assert!(got == 0 || got == 10, "{got}");
+}

@@ -266,13 +266,16 @@ static void abstime(utimer_t *u) {
     CHECK(utimer_timer_delete(u, id) == 0);
 }
 
-/* utimer_serve_realtime: NULL is EINVAL; a priority that is not a
-   real-time one changes nothing; a real one raises the workers (when the
-   process may) and is never undone by a lower one. */
+/* utimer_serve_realtime: NULL is EINVAL, and so is a priority that is no
+   SCHED_FIFO one (sched_setscheduler refuses it too), changing nothing; a
+   real one raises the workers (when the process may) and is never undone
+   by a lower one. */
 static void serve_realtime(utimer_t *u) {
     ERRNO(utimer_serve_realtime(NULL, 10), -1, EINVAL);
-    CHECK(utimer_serve_realtime(u, 0) == 0);
-    CHECK(utimer_serve_realtime(u, -5) == 0);
+    ERRNO(utimer_serve_realtime(u, 500), -1, EINVAL);
+    ERRNO(utimer_serve_realtime(u, sched_get_priority_max(SCHED_FIFO) + 1), -1, EINVAL);
+    ERRNO(utimer_serve_realtime(u, 0), -1, EINVAL);
+    ERRNO(utimer_serve_realtime(u, -5), -1, EINVAL);
     struct sched_param p = {.sched_priority = 1};
     int allowed = sched_setscheduler(0, SCHED_FIFO, &p) == 0;
     if (allowed) {
@@ -286,12 +289,33 @@ static void serve_realtime(utimer_t *u) {
     CHECK(utimer_serve_realtime(u, 5) == got);
 }
 
+/* Worker counts: 0 is one per CPU the process may run on; above
+   UTIMER_MAX_WORKERS is EINVAL at once, before any thread starts. */
+static void worker_counts(void) {
+    long long start = now_ns();
+    ERRNO(utimer_open(UTIMER_MAX_WORKERS + 1), 0, EINVAL);
+    ERRNO(utimer_open(60000), 0, EINVAL);
+    ERRNO(utimer_open(100000), 0, EINVAL);
+    ERRNO(utimer_open_unthreaded(UTIMER_MAX_WORKERS + 1), 0, EINVAL);
+    CHECK(now_ns() - start < 2000000000LL);
+    cpu_set_t set;
+    CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
+    utimer_t *u = utimer_open_unthreaded(0);
+    CHECK(u != NULL);
+    CHECK(utimer_workers(u) == (unsigned)CPU_COUNT(&set));
+    utimer_close(u);
+    u = utimer_open_unthreaded(UTIMER_MAX_WORKERS);
+    CHECK(u != NULL);
+    CHECK(utimer_workers(u) == UTIMER_MAX_WORKERS);
+    utimer_close(u);
+}
+
 int main(void) {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGALRM);
     CHECK(pthread_sigmask(SIG_BLOCK, &set, NULL) == 0);
-    ERRNO(utimer_open(100000), 0, EINVAL);
+    worker_counts();
     utimer_t *u = utimer_open(2);
     CHECK(u != NULL);
     CHECK(utimer_workers(u) == 2);

@@ -84,17 +84,18 @@ int main(void) {
     CHECK(utimer_mod_timer(s, utimer_jiffies(u) + 2) == 0);
     wait_fired(&self, 1);
 
-    /* Closing with a timer still allocated: it fails cleanly, then frees. */
+    /* Closing with a timer still allocated: it fails cleanly (ESHUTDOWN:
+       nothing would ever fire it), then frees. */
     struct box late = {0};
     struct utimer_timer_list *l = utimer_timer_setup(u, on_fire, &late, UTIMER_DEFERRABLE);
     CHECK(l != NULL);
     CHECK(utimer_mod_timer(l, utimer_jiffies(u) + 100000) == 0);
     utimer_close(u);
-    ERRNO(utimer_mod_timer(l, 5), -1, EINVAL);
-    ERRNO(utimer_mod_timer_pending(l, 5), -1, EINVAL);
-    ERRNO(utimer_timer_reduce(l, 5), -1, EINVAL);
-    ERRNO(utimer_del_timer_sync(l), -1, EINVAL);
-    ERRNO(utimer_timer_shutdown_sync(l), -1, EINVAL);
+    ERRNO(utimer_mod_timer(l, 5), -1, ESHUTDOWN);
+    ERRNO(utimer_mod_timer_pending(l, 5), -1, ESHUTDOWN);
+    ERRNO(utimer_timer_reduce(l, 5), -1, ESHUTDOWN);
+    ERRNO(utimer_del_timer_sync(l), -1, ESHUTDOWN);
+    ERRNO(utimer_timer_shutdown_sync(l), -1, ESHUTDOWN);
     CHECK(utimer_timer_pending(l) == 0);
     CHECK(utimer_del_timer(l) == 0);
     utimer_timer_free(l);

@@ -76,7 +76,9 @@ impl PosixTimers<'_> {
     /// # Errors
     /// [`TimerError::InvalidArgument`] for a bad signal number;
     /// [`TimerError::NoSpace`] when the ID space is full;
-    /// [`TimerError::Os`] if the notification fd cannot be opened.
+    /// [`TimerError::Os`] if the notification fd cannot be opened;
+    /// [`TimerError::Shutdown`] once the system has shut down
+    /// ([`TimerSystem::shutdown`]).
     pub fn timer_create(&self, clock: ClockId, notify: Notify) -> Result<TimerId, TimerError> {
         notify.check()?;
         self.timer_create_with(clock, |_| notify)
@@ -108,7 +110,9 @@ impl PosixTimers<'_> {
     /// it, as `timerfd_settime()` does.
     ///
     /// # Errors
-    /// [`TimerError::NoSpace`] when the ID space is full.
+    /// [`TimerError::NoSpace`] when the ID space is full;
+    /// [`TimerError::Shutdown`] once the system has shut down (the timer
+    /// then closes `fd`).
     pub fn timerfd_create(
         &self,
         clock: ClockId,
@@ -124,6 +128,7 @@ impl PosixTimers<'_> {
         notify: impl FnOnce(TimerId) -> Notify,
         fd: Option<std::os::fd::OwnedFd>,
     ) -> Result<TimerId, TimerError> {
+        self.sys.check_running()?;
         let mut fd = fd;
         let core = self.sys.core();
         let worker = core.bases.route(core.bases.current_worker());
@@ -169,7 +174,8 @@ impl PosixTimers<'_> {
             // at its priority (`system/realtime.rs`).
             let p = thread_priority(tid);
             if p > 0 {
-                self.sys.serve_realtime(p);
+                // (A priority a thread runs at is always a valid one.)
+                let _ = self.sys.serve_realtime(p);
             }
         }
         Ok(TimerId(id))
@@ -183,23 +189,36 @@ impl PosixTimers<'_> {
     ///
     /// # Errors
     /// [`TimerError::NoSuchTimer`] for an ID that names no timer of this
-    /// system; [`TimerError::Shutdown`] if the system is gone.
+    /// system; [`TimerError::Shutdown`] for an arming setting (a non-zero
+    /// value) once the system has shut down ([`TimerSystem::shutdown`]):
+    /// nothing changes. A disarming one still succeeds.
     pub fn timer_settime(
         &self,
         id: TimerId,
         abstime: bool,
         new: ItimerSpec,
     ) -> Result<ItimerSpec, TimerError> {
-        self.with_posix(id, |t| t.settime(abstime, new))
+        self.with_posix(id, |t| {
+            if !new.value.is_zero() {
+                self.sys.check_running()?;
+            }
+            t.settime(abstime, new)
+        })
     }
 
     /// The time to timer `id`'s next expiry and its interval: the kernel's
-    /// `timer_gettime()` (a zero value: disarmed).
+    /// `timer_gettime()` (a zero value: disarmed). Once the system has shut
+    /// down ([`TimerSystem::shutdown`]) every timer reads as disarmed (all
+    /// zero): its expiries were cancelled.
     ///
     /// # Errors
     /// [`TimerError::NoSuchTimer`].
     pub fn timer_gettime(&self, id: TimerId) -> Result<ItimerSpec, TimerError> {
-        self.with_posix(id, |t| t.gettime())
+        let spec = self.with_posix(id, |t| t.gettime())?;
+        if self.sys.is_shut_down() {
+            return Ok(ItimerSpec::default());
+        }
+        Ok(spec)
     }
 
     /// The overrun count of timer `id`'s last notification: the kernel's

@@ -30,13 +30,17 @@
 //! no `unpark` came since, so a job queued or a timer armed after the look
 //! is never missed.
 //!
-//! Shutdown is orderly. Every thread finishes the job or callback it is
-//! running and exits; jobs still queued are dropped without running; the
-//! threads are joined. Timers still pending are cancelled (their callbacks
-//! never run) when the [`TimerSystem`] goes, and arming them then returns
-//! [`TimerError::Shutdown`](crate::TimerError::Shutdown). The shutdown flag
-//! is looked at after the parker's token is taken, so a shutdown that lands
-//! between the look and the park still wakes the worker.
+//! Shutdown is orderly. The system shuts down first
+//! ([`TimerSystem::shutdown`]): timers still pending are cancelled (their
+//! callbacks never run), and arming, re-arming or creating one through a
+//! handle kept past the runtime returns
+//! [`TimerError::Shutdown`](crate::TimerError::Shutdown): a system with no
+//! threads left to fire its timers accepts none. Then every thread
+//! finishes the job or callback it is running and exits (a job sleeping on
+//! its worker wakes with that error); jobs still queued are dropped
+//! without running; the threads are joined. The shutdown flag is looked
+//! at after the parker's token is taken, so a shutdown that lands between
+//! the look and the park still wakes the worker.
 //!
 //! A job may drop or shut down its own runtime: the other workers are
 //! stopped and joined, and the worker running that job exits once the job
@@ -97,8 +101,15 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// A runtime with `workers` threads and otherwise default settings
-    /// (monotonic clock, 1 ms tick).
+    /// A runtime with `workers` threads (0: one per CPU the process may run
+    /// on) and otherwise default settings (monotonic clock, 1 ms tick):
+    /// tokio's `runtime::Builder::worker_threads`, the kernel's one timer
+    /// base per CPU.
+    ///
+    /// # Errors
+    /// `io::ErrorKind::InvalidInput` for more than
+    /// [`MAX_WORKERS`](crate::MAX_WORKERS) workers, before any thread
+    /// starts; as [`with_builder`](Self::with_builder) otherwise.
     pub fn new(workers: usize) -> std::io::Result<Runtime> {
         Runtime::with_builder(TimerSystem::builder().workers(workers))
     }
@@ -107,7 +118,14 @@ impl Runtime {
     /// (by default, one per available CPU).
     ///
     /// # Errors
-    /// If a thread cannot be spawned; the ones already started are stopped.
+    /// `io::ErrorKind::InvalidInput` (its inner error a
+    /// [`TimerError`](crate::TimerError)) if the builder's settings are
+    /// refused: more than [`MAX_WORKERS`](crate::MAX_WORKERS) workers
+    /// ([`TimerError::TooManyWorkers`](crate::TimerError::TooManyWorkers)),
+    /// a topology of another size; checked before any thread starts. The
+    /// system's error if a thread cannot be spawned (`WouldBlock`,
+    /// `EAGAIN`, at the process's thread limit); the ones already started
+    /// are stopped.
     pub fn with_builder(builder: Builder) -> std::io::Result<Runtime> {
         let pin = builder.pinned_cpus().map(<[usize]>::to_vec);
         let sys = builder
@@ -156,9 +174,11 @@ impl Runtime {
     }
 
     /// A shared handle to the system, for jobs and other threads that need
-    /// to create timers or sleep. While one is alive the system (and its
-    /// pending timers) outlives [`shutdown`](Self::shutdown); the workers
-    /// still stop.
+    /// to create timers or sleep. While one is alive the system outlives
+    /// [`shutdown`](Self::shutdown), shut down: its pending timers are
+    /// cancelled and it accepts no more
+    /// ([`TimerError::Shutdown`](crate::TimerError::Shutdown); see
+    /// [`TimerSystem::shutdown`]).
     pub fn system_arc(&self) -> Arc<TimerSystem> {
         self.sys.clone()
     }
@@ -197,14 +217,25 @@ impl Runtime {
             .sum()
     }
 
-    /// Stops the workers: each finishes the job or callback it is running,
-    /// queued jobs are dropped, threads are joined (see the module docs).
+    /// Stops the workers and shuts the system down
+    /// ([`TimerSystem::shutdown`]): each worker finishes the job or
+    /// callback it is running, queued jobs are dropped, threads are joined
+    /// (see the module docs); pending timers are cancelled (they no longer
+    /// read as pending), and arming, re-arming or creating a timer through
+    /// a handle kept ([`system_arc`](Self::system_arc)) returns
+    /// [`TimerError::Shutdown`](crate::TimerError::Shutdown), as tokio's
+    /// timers fail after `Runtime::shutdown_timeout`. A job sleeping on its
+    /// worker ([`TimerSystem::sleep`]) wakes with that error, so this never
+    /// waits for a sleep. Dropping the runtime does the same.
     pub fn shutdown(mut self) {
         self.stop();
     }
 
     fn stop(&mut self) {
         self.pool.shutdown.store(true, SeqCst);
+        // Before the joins: nothing armed from now on is silently lost, and
+        // a job sleeping on its worker wakes (`TimerSystem::shutdown`).
+        self.sys.shutdown();
         self.sys.stop_monitor();
         if let Some(watch) = &self.clockwatch {
             watch.stop();

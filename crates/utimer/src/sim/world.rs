@@ -63,6 +63,9 @@ pub(crate) struct Sim {
 
 impl Sim {
     pub(crate) fn new(cfg: SimConfig) -> Sim {
+        // A simulation that ran before on this thread called its wakers
+        // when its system shut down (at its drop): not this one's.
+        WRONG_WAKE.with(|c| c.set(None));
         let clock = Clock::manual();
         let sys = TimerSystem::builder()
             .workers(cfg.workers)

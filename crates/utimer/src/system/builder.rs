@@ -13,6 +13,15 @@ use crate::TimerError;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The most workers a [`TimerSystem`] may have: 1,024, the CPUs a
+/// `cpu_set_t` holds (glibc's `CPU_SETSIZE`, the most the library sees a
+/// process run on), so that one worker per CPU is always within it. A
+/// larger count ([`Builder::workers`], [`Runtime::new`](crate::Runtime::new),
+/// C's `utimer_open`) is refused with [`TimerError::TooManyWorkers`]
+/// (`io::ErrorKind::InvalidInput` from a [`Runtime`](crate::Runtime),
+/// `EINVAL` in C) before any thread starts.
+pub const MAX_WORKERS: usize = 1024;
+
 /// Configures a [`TimerSystem`]: the number of workers, the tick, the
 /// clock, and the rest below. Start it with threads of its own
 /// ([`start`](Self::start), which gives a [`Runtime`](crate::Runtime)), or
@@ -67,11 +76,17 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// Number of workers (default: the CPUs the process may run on, as
-    /// its main thread's affinity says: not the calling thread's, which
-    /// may be pinned). Clamped to 1 ..= 65,536.
+    /// Number of workers, the kernel's `nr_cpu_ids` (default, and for 0:
+    /// one per CPU the process may run on, as its main thread's affinity
+    /// says: not the calling thread's, which may be pinned). At most
+    /// [`MAX_WORKERS`]: a larger count makes the build fail with
+    /// [`TimerError::TooManyWorkers`] (and [`start`](Self::start) with
+    /// `io::ErrorKind::InvalidInput`) before anything is made.
     pub fn workers(mut self, n: usize) -> Self {
-        self.workers = n.clamp(1, 1 << 16);
+        self.workers = match n {
+            0 => process_cpus(),
+            n => n,
+        };
         self
     }
 
@@ -171,6 +186,17 @@ impl Builder {
         self.workers(cpus.len()).pin_workers(cpus)
     }
 
+    /// [`TimerError::TooManyWorkers`] for more than [`MAX_WORKERS`]
+    /// workers: checked before anything is made or started.
+    pub(crate) fn check_workers(&self) -> Result<(), TimerError> {
+        if self.workers > MAX_WORKERS {
+            return Err(TimerError::TooManyWorkers {
+                requested: u32::try_from(self.workers).unwrap_or(u32::MAX),
+            });
+        }
+        Ok(())
+    }
+
     /// The CPUs given to [`pin_workers`](Self::pin_workers).
     pub(crate) fn pinned_cpus(&self) -> Option<&[usize]> {
         self.pin.as_deref()
@@ -183,8 +209,9 @@ impl Builder {
     /// [`Clock`]; [`start`](Self::start) runs worker threads instead.
     ///
     /// # Panics
-    /// If a [`topology`](Self::topology) override describes another number
-    /// of workers; [`try_build_without_threads`](Self::try_build_without_threads)
+    /// If more than [`MAX_WORKERS`] workers were asked for, or a
+    /// [`topology`](Self::topology) override describes another number of
+    /// workers; [`try_build_without_threads`](Self::try_build_without_threads)
     /// returns the error instead.
     pub fn build_without_threads(self) -> TimerSystem {
         match self.try_build_without_threads() {
@@ -197,9 +224,12 @@ impl Builder {
     /// the error rather than panicking.
     ///
     /// # Errors
-    /// [`TimerError::BadTopology`] if a [`topology`](Self::topology)
-    /// override describes another number of workers.
+    /// [`TimerError::TooManyWorkers`] for more than [`MAX_WORKERS`]
+    /// workers; [`TimerError::BadTopology`] if a
+    /// [`topology`](Self::topology) override describes another number of
+    /// workers.
     pub fn try_build_without_threads(self) -> Result<TimerSystem, TimerError> {
+        self.check_workers()?;
         let topology = match self.topology {
             Some(t) => {
                 t.check(self.workers)?;

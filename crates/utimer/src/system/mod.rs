@@ -23,6 +23,7 @@
 //! | sleep | [`sleep`](TimerSystem::sleep), `sleep_until`, `sleeper` | here, `sleep.rs` |
 //! | driving expiry | `enter`, `current_worker`, `run_expired`, `next_expiry`, `register_worker`, `run_monitor`, `stop_monitor` | here, `worker.rs` |
 //! | hot-plug | `offline`, `online`, `is_online` | here |
+//! | shutting down | [`shutdown`](TimerSystem::shutdown), `is_shut_down`, drop | here, `shutdown.rs` |
 //! | real-time workers | `serve_realtime`, `realtime_priority` | here, `realtime.rs` |
 //! | counters and introspection | [`metrics`](TimerSystem::metrics) | `metrics.rs` |
 //! | POSIX timers | [`posix`](TimerSystem::posix) | `posix/api.rs`, the layer above |
@@ -41,7 +42,7 @@ mod shutdown;
 mod sleep;
 mod worker;
 
-pub use builder::Builder;
+pub use builder::{Builder, MAX_WORKERS};
 pub use hr_sleeper::{HrSleeper, SystemRef};
 pub use metrics::{Metrics, TimerList, WheelBaseInfo, WorkerTimers};
 pub(crate) use realtime::{cpu_to_spare, thread_priority, Ahead};
@@ -68,9 +69,11 @@ pub(crate) struct Core {
     pub(crate) realtime: Arc<realtime::Realtime>,
 }
 
-/// A set of workers, each with its own timer bases. Dropping it shuts the
-/// bases down: pending timers are cancelled (their callbacks never run) and
-/// later arms return [`TimerError::Shutdown`].
+/// A set of workers, each with its own timer bases. Dropping it (or
+/// [`shutdown`](TimerSystem::shutdown), which stopping its
+/// [`Runtime`](crate::Runtime) calls) shuts the bases down: pending timers
+/// are cancelled (their callbacks never run) and later arms return
+/// [`TimerError::Shutdown`].
 pub struct TimerSystem {
     core: Core,
     /// The same, shared with hrtimer handles (`hr.rs`).
@@ -110,7 +113,12 @@ impl TimerSystem {
     /// expiry ([`run_expired`](Self::run_expired), or a worker registered
     /// with [`register_worker`](Self::register_worker)). For timers that
     /// fire by themselves, start a [`Runtime`](crate::Runtime)
-    /// (`Runtime::new`, or [`Builder::start`]).
+    /// (`Runtime::new`, or [`Builder::start`]). `workers` as
+    /// [`Builder::workers`]: 0 is one per CPU the process may run on.
+    ///
+    /// # Panics
+    /// For more than [`MAX_WORKERS`] workers;
+    /// [`Builder::try_build_without_threads`] returns the error instead.
     pub fn without_threads(workers: usize) -> TimerSystem {
         Builder::default().workers(workers).build_without_threads()
     }
@@ -168,7 +176,8 @@ impl TimerSystem {
     /// it with [`Timer::modify`] or [`Timer::add`].
     ///
     /// The callback receives the timer itself and may re-arm, delete or
-    /// drop it.
+    /// drop it. On a system that has shut down the timer is made, and
+    /// arming it returns [`TimerError::Shutdown`].
     pub fn timer<F>(&self, callback: F) -> Timer
     where
         F: Fn(&Timer) + Send + Sync + 'static,
@@ -191,7 +200,9 @@ impl TimerSystem {
     /// `hrtimer_setup()`). Start it with [`HrTimer::start`] (absolute ns of
     /// its clock) or [`HrTimer::start_after`]. The callback returns whether
     /// to restart it ([`HrRestart`]), after moving its expiry through
-    /// [`HrFire::forward`] for a periodic timer.
+    /// [`HrFire::forward`] for a periodic timer. On a system that has shut
+    /// down the timer is made, and starting it returns
+    /// [`TimerError::Shutdown`].
     pub fn hrtimer<F>(&self, clock: ClockId, callback: F) -> HrTimer
     where
         F: Fn(&mut HrFire) -> HrRestart + Send + Sync + 'static,
@@ -205,7 +216,8 @@ impl TimerSystem {
     /// to when started).
     ///
     /// # Errors
-    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
+    /// [`TimerError::NoSuchWorker`] if `worker` is out of range;
+    /// [`TimerError::Shutdown`] once the system has shut down.
     pub fn hrtimer_on<F>(
         &self,
         worker: usize,
@@ -216,6 +228,7 @@ impl TimerSystem {
         F: Fn(&mut HrFire) -> HrRestart + Send + Sync + 'static,
     {
         self.core.bases.check_worker(worker)?;
+        self.check_running()?;
         Ok(HrTimer::new(self.env.clone(), worker, clock, callback))
     }
 
@@ -309,18 +322,21 @@ impl TimerSystem {
     /// executors and event loops that own their threads (see [`Worker`]).
     /// `wake` is called, from any thread and never under a utimer lock,
     /// when a timer armed on the idle worker's bases must fire before it
-    /// planned to wake; it must not block. One thread per worker at a
-    /// time: registering the same worker again replaces the first
-    /// registration's waker.
+    /// planned to wake, and once when the system shuts down
+    /// ([`shutdown`](Self::shutdown)); it must not block. One thread per
+    /// worker at a time: registering the same worker again replaces the
+    /// first registration's waker.
     ///
     /// # Errors
-    /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
+    /// [`TimerError::NoSuchWorker`] if `worker` is out of range;
+    /// [`TimerError::Shutdown`] once the system has shut down.
     pub fn register_worker(
         &self,
         worker: usize,
         wake: impl Fn() + Send + Sync + 'static,
     ) -> Result<Worker, TimerError> {
         self.core.bases.check_worker(worker)?;
+        self.check_running()?;
         Ok(Worker::register(self.core.clone(), worker, Arc::new(wake)))
     }
 
@@ -335,9 +351,18 @@ impl TimerSystem {
     /// wake-up, a tenth of its time, and only with a CPU to spare), so the
     /// expiry is on time. The POSIX layer calls it when a timer that fires
     /// is made for a real-time thread. Returns the priority the workers
-    /// run at (0: not raised).
-    pub fn serve_realtime(&self, priority: i32) -> i32 {
-        self.core.realtime.serve(priority)
+    /// run at (0: not raised, e.g. without the privilege).
+    ///
+    /// # Errors
+    /// [`TimerError::InvalidArgument`] for a priority that is no
+    /// `SCHED_FIFO` one (outside `sched_get_priority_min(SCHED_FIFO)
+    /// ..= sched_get_priority_max(SCHED_FIFO)`, 1..=99 on Linux), which
+    /// `sched_setscheduler()` refuses with `EINVAL` too; nothing changes.
+    pub fn serve_realtime(&self, priority: i32) -> Result<i32, TimerError> {
+        if !realtime::fifo_priorities().contains(&priority) {
+            return Err(TimerError::InvalidArgument);
+        }
+        Ok(self.core.realtime.serve(priority))
     }
 
     /// The `SCHED_FIFO` priority the workers run at since
@@ -361,6 +386,58 @@ impl TimerSystem {
     /// next called).
     pub fn stop_monitor(&self) {
         self.core.nohz.monitor.stop();
+    }
+
+    /// Shuts the system down now, as dropping it does, while handles to it
+    /// live on: every pending timer is cancelled (its callback never runs;
+    /// [`Timer::is_pending`](crate::Timer::is_pending) and
+    /// [`HrTimer::is_queued`](crate::HrTimer::is_queued) read `false`, a
+    /// POSIX timer reads as disarmed), and from then on every arm, re-arm
+    /// or creation that can fail (`modify`, `add`, `HrTimer::start`,
+    /// [`hrtimer_on`](Self::hrtimer_on), POSIX `timer_create`,
+    /// `timer_settime` and `timerfd_create`, a sleep,
+    /// [`register_worker`](Self::register_worker)) returns
+    /// [`TimerError::Shutdown`](crate::TimerError::Shutdown), as tokio's
+    /// timers fail once their runtime has shut down
+    /// (`tokio::time::error::Error::shutdown`). A sleep waiting on one of
+    /// the system's workers ends with that error; an async sleep's poll
+    /// sees it. A callback running now finishes; the stall monitor
+    /// ([`run_monitor`](Self::run_monitor)) returns. Idempotent; it never
+    /// blocks on a callback.
+    ///
+    /// [`Runtime::shutdown`](crate::Runtime::shutdown) (and a runtime's
+    /// drop) calls it: a system whose worker threads have stopped fires
+    /// nothing, so it accepts nothing. A program that runs its own workers
+    /// ([`register_worker`](Self::register_worker)) calls it when it stops
+    /// them.
+    pub fn shutdown(&self) {
+        if !self.core.bases.mark_shut_down() {
+            return;
+        }
+        for base in self.core.bases.all() {
+            base.shut_down();
+        }
+        self.core.nohz.hr.shutdown();
+        self.core.nohz.monitor.stop();
+        // A thread sleeping on a worker (`Sleeper` inside a job) waits for
+        // an hrtimer that just went: its waker makes it look again.
+        for w in 0..self.workers() {
+            self.core.nohz.wake(w);
+        }
+    }
+
+    /// [`TimerError::Shutdown`] once the system has shut down.
+    pub(crate) fn check_running(&self) -> Result<(), TimerError> {
+        match self.is_shut_down() {
+            true => Err(TimerError::Shutdown),
+            false => Ok(()),
+        }
+    }
+
+    /// Whether the system has shut down ([`shutdown`](Self::shutdown)):
+    /// then it accepts no timers. tokio's time driver's `is_shutdown`.
+    pub fn is_shut_down(&self) -> bool {
+        self.core.bases.is_shut_down()
     }
 
     /// Takes `worker` offline at run time (the kernel's CPU hot-unplug):
@@ -470,7 +547,9 @@ impl TimerSystem {
         &self.core
     }
 
-    /// A reusable, interruptible sleep whose timer belongs to this system.
+    /// A reusable, interruptible sleep whose timer belongs to this system
+    /// (the kernel's `hrtimer_sleeper`); its sleeps return
+    /// [`TimerError::Shutdown`] once the system has shut down.
     pub fn sleeper(&self) -> Sleeper {
         Sleeper::new(self.env.clone())
     }

@@ -165,6 +165,18 @@ fn max_fifo() -> i32 {
     unsafe { libc::sched_get_priority_max(libc::SCHED_FIFO) }.max(1)
 }
 
+/// The `SCHED_FIFO` priorities: `sched_get_priority_min(SCHED_FIFO)
+/// ..= sched_get_priority_max(SCHED_FIFO)` (1..=99 on Linux).
+pub(crate) fn fifo_priorities() -> std::ops::RangeInclusive<i32> {
+    let min = if cfg!(miri) {
+        1
+    } else {
+        // SAFETY: takes a policy number.
+        unsafe { libc::sched_get_priority_min(libc::SCHED_FIFO) }.max(1)
+    };
+    min..=max_fifo()
+}
+
 /// Sets thread `tid` to `SCHED_FIFO` priority `p`; whether it took. The
 /// system call itself: a library that interposes glibc's
 /// `sched_setscheduler` (utimer's drop-in does) must not see utimer's own

@@ -128,12 +128,19 @@ impl Sleeper {
     ///
     /// # Errors
     /// [`TimerError::InCallback`] inside a timer callback;
-    /// [`TimerError::Shutdown`] if the system is gone.
+    /// [`TimerError::Shutdown`] once the system has shut down
+    /// ([`TimerSystem::shutdown`](crate::TimerSystem::shutdown), which a
+    /// [`Runtime`](crate::Runtime)'s shutdown calls), at once, or when it
+    /// shuts down during a sleep on one of its workers' threads (a sleep on
+    /// another thread runs to its deadline: it needs no worker).
     pub fn sleep_until(&self, deadline: impl Into<Expiry>) -> Result<SleepOutcome, TimerError> {
         if in_callback() || hrtimer::in_callback() {
             return Err(TimerError::InCallback);
         }
         let bases = &self.core.bases;
+        if bases.is_shut_down() {
+            return Err(TimerError::Shutdown);
+        }
         let ticks = &bases.ticks;
         let at = match deadline.into() {
             Expiry::After(d) => ticks
@@ -149,11 +156,11 @@ impl Sleeper {
         }
         self.timer.start(at)?;
         let outcome = match worker {
-            None => self.park_until_done(),
+            None => Ok(self.park_until_done()),
             Some(worker) => self.run_until_done(worker),
         };
         self.timer.cancel()?;
-        Ok(outcome)
+        outcome
     }
 
     /// How the sleep ended, if it did.
@@ -205,19 +212,24 @@ impl Sleeper {
     }
 
     /// On `worker`'s thread: run its timers while waiting, tickless in
-    /// between (the runtime's idle loop, with this sleeper's parker).
-    fn run_until_done(&self, worker: usize) -> SleepOutcome {
+    /// between (the runtime's idle loop, with this sleeper's parker). The
+    /// system's shutdown cancels the sleep's timer and calls the worker's
+    /// waker (this parker): the sleep ends with [`TimerError::Shutdown`].
+    fn run_until_done(&self, worker: usize) -> Result<SleepOutcome, TimerError> {
         let Core { bases, nohz, .. } = &*self.core;
         let s = self.state.clone();
         let previous = nohz.swap_waker(worker, Some(Arc::new(move || s.parker.unpark())));
         let outcome = loop {
             let token = self.state.parker.token();
             if let Some(outcome) = self.outcome() {
-                break outcome;
+                break Ok(outcome);
+            }
+            if bases.is_shut_down() {
+                break Err(TimerError::Shutdown);
             }
             nohz.run_expired(bases, worker, bases.ticks.now_precise());
             if let Some(outcome) = self.outcome() {
-                break outcome;
+                break Ok(outcome);
             }
             if let Idle::Sleep(timeout) = nohz.idle(bases, worker) {
                 self.state.parker.park(token, timeout);

@@ -28,7 +28,7 @@ use crate::time::TickSource;
 use crate::timer_list::entry::{DEFERRABLE, PINNED};
 use crate::TimerError;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::Arc;
 
 /// Called with the payload of a callback's panic.
@@ -78,6 +78,11 @@ pub(crate) struct Bases {
     /// could be, by a table allocated after this one is freed, and a
     /// binding restored out of order could then name the wrong table).
     id: u64,
+    /// Set once, when the system shuts down (`TimerSystem::shutdown`),
+    /// before any base is closed: what the callers that hold no base lock
+    /// (POSIX `timer_create`, a sleep, registering a worker) look at. The
+    /// bases' own `DEAD` flag, under their locks, is what arms obey.
+    shut_down: AtomicBool,
 }
 
 /// Table identities; 0 is "none".
@@ -134,7 +139,19 @@ impl Bases {
             summaries,
             cpu_worker: cpu_worker_table(workers, config.pinned.as_deref()),
             id: NEXT_ID.fetch_add(1, Relaxed),
+            shut_down: AtomicBool::new(false),
         })
+    }
+
+    /// Marks the system shut down; whether this call did (the first).
+    pub(crate) fn mark_shut_down(&self) -> bool {
+        !self.shut_down.swap(true, SeqCst)
+    }
+
+    /// Whether the system has shut down (see the field).
+    #[inline]
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shut_down.load(SeqCst)
     }
 
     /// Number of workers.
