@@ -96,7 +96,9 @@ def group_now(g):
 rows = collections.defaultdict(lambda: collections.defaultdict(list))
 for path in glob.glob(sys.argv[1] + "/*.json"):
     which = path.rsplit("/", 1)[1].split("-")[0]
-    for x in json.load(open(path)):
+    doc = json.load(open(path))
+    # A bare array of rows before the file had its run's metadata.
+    for x in doc["results"] if isinstance(doc, dict) else doc:
         group, impl = group_now(x["group"]), labels.get(x["impl"], x["impl"])
         if impl.startswith("utimer") or group in ("delete_sync", "pull_model"):
             rows[(group, x["case"], impl)][which].append(x["value"])

@@ -44,7 +44,7 @@ use std::time::Duration;
 use futures_util::FutureExt;
 
 use crate::plot::Chart;
-use crate::{GroupDoc, Record, Runner};
+use crate::{Better, GroupDoc, Record, Runner};
 
 mod http;
 mod tasks;
@@ -299,14 +299,17 @@ fn summary_rows<S: Copy>(
     let ratio = runs.paired(0, 1, |u, t| f(u) / f(t).max(1e-9));
     let err = runs.error(&[0, 1]);
     let name = format!("{label} throughput");
+    let higher = Some(Better::Higher);
     out.ratio
-        .push(row(RATIO_CASE, &name, mode, &ratio, "x", err));
+        .push(row(RATIO_CASE, &name, mode, &ratio, "x", err).with_better(higher));
     for i in 0..2 {
         let share = runs.paired(i, 2, |x, none| 100.0 * (1.0 - f(x) / f(none).max(1e-9)));
         let name = format!("{label}, {}", Variant::ALL[i].name());
         let err = runs.error(&[i, 2]);
+        // The share of the cost the timer calls add: lower is better.
+        let lower = Some(Better::Lower);
         out.share
-            .push(row(SHARE_CASE, &name, mode, &share, "%", err));
+            .push(row(SHARE_CASE, &name, mode, &share, "%", err).with_better(lower));
     }
 }
 
@@ -405,8 +408,10 @@ pub(crate) fn run(r: &mut Runner) {
             summary_rows(&label, mode, &runs, kreqs, &mut sum);
             let p99 = runs.paired(0, 1, |u, t| u.p99_us / t.p99_us.max(1e-9));
             let name = format!("{label} p99 latency");
+            let err = runs.error(&[0, 1]);
+            let lower = Some(Better::Lower);
             sum.ratio
-                .push(row(RATIO_CASE, &name, mode, &p99, "x", runs.error(&[0, 1])));
+                .push(row(RATIO_CASE, &name, mode, &p99, "x", err).with_better(lower));
             http::summary_rows(&label, mode, &runs, &mut sum);
         }
         if wants_tasks[k] {

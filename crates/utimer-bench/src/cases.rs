@@ -61,6 +61,7 @@ use super::peers::TimerPeer;
 use super::plot::Chart;
 use super::{time, Contender, GroupDoc, Record, Runner, Sample, Schedule, XorShift};
 use crate::alloc;
+use crate::out::errln;
 
 /// Arm+cancel distance: now + 100 ticks (wheel level 1).
 const ARM_DELTA: u64 = 100;
@@ -110,7 +111,7 @@ fn alt_expiry<'a>(n: usize) -> Contender<'a> {
     tokio_alt::fixed(&["expiry", &n.to_string()], move |r| {
         if r.missed.unwrap_or(0) > 0 {
             crate::progress::clear();
-            eprintln!(
+            errln!(
                 "warning: {}: expiry run fired {} of {n} timers",
                 tokio_alt::NAME,
                 n as u64 - r.missed.unwrap_or(0)
@@ -267,7 +268,7 @@ fn expiry<'a, P: TimerPeer + 'a>(n: usize) -> Contender<'a> {
                 });
                 if fired != handles.len() {
                     crate::progress::clear();
-                    eprintln!(
+                    errln!(
                         "warning: {}: expiry run fired {fired} of {} timers",
                         P::NAME,
                         handles.len()

@@ -49,6 +49,8 @@ mod async_server;
 mod async_timers;
 mod cases;
 mod markdown;
+pub mod meta;
+mod out;
 pub mod peers;
 pub mod plot;
 mod progress;
@@ -63,12 +65,15 @@ mod posix_timers;
 mod pull_model;
 mod rearm_shares;
 
+use std::cell::RefCell;
 use std::io::IsTerminal;
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
 
+pub use meta::{Machine, RunMeta, ToolInfo};
+use out::outln;
 use plot::Chart;
-pub use report::Record;
+pub use report::{Better, Record};
 
 /// Options of `utimer bench`.
 #[derive(Debug, Default, Clone)]
@@ -84,6 +89,9 @@ pub struct Options {
     /// Where to write the results page: this run's tables in Markdown,
     /// each group under its [`GroupDoc`], linking the charts of `plot`.
     pub markdown: Option<PathBuf>,
+    /// The build of the tool, recorded in the JSON file and the results
+    /// page.
+    pub tool: ToolInfo,
 }
 
 /// What a group measures, for the results page (`--markdown`): declared
@@ -137,53 +145,193 @@ pub const GROUPS: &[&str] = &[
 /// Runs the whole suite (or the filtered part of it); prints the tables to
 /// stdout, the progress line to stderr when that is a terminal, and writes
 /// the JSON file, the charts and the results page the options ask for.
+///
+/// Before anything is measured it fails if the filter matches no case
+/// ([`list`]) or if an output path cannot be written (its folders are
+/// created). A closed stdout (`utimer bench | head`) ends the process
+/// quietly with status 0, unless the run has files to write: then it goes
+/// on without printing and writes them.
 pub fn run(opts: &Options) -> Result<(), String> {
+    check_filter(opts)?;
+    check_outputs(opts)?;
+    out::keep_running_when_closed(
+        opts.json.is_some() || opts.plot.is_some() || opts.markdown.is_some(),
+    );
     let mut r = Runner::new(opts);
     report::print_machine(&r);
     let total = opts.filter.is_none().then_some(GROUPS.len());
     progress::start(std::io::stderr().is_terminal(), total);
-    cases::run_all(&mut r);
-    threads::run_all(&mut r);
-    rearm_shares::run(&mut r);
-    delete_sync::run(&mut r);
-    pull_model::run(&mut r);
-    posix_timers::run(&mut r);
-    latency::run(&mut r);
-    async_timers::run(&mut r);
-    async_runtime::run(&mut r);
-    async_server::run(&mut r);
+    run_groups(&mut r);
     progress::finish();
     if r.records.is_empty() {
         return Err(match &opts.filter {
-            Some(f) => format!("no case matches the filter `{f}`"),
+            Some(f) => format!("no case of the filter `{f}` gave a row"),
             None => "no case ran".to_string(),
         });
     }
-    println!(
+    outln!(
         "\ntotal run time {:.1} s, {} results",
         r.started.elapsed().as_secs_f64(),
         r.records.len()
     );
     if let Some(path) = &opts.json {
-        report::write_json(path, &r.records)
+        let meta = r.meta(&opts.tool);
+        report::write_json(path, &meta, &r.records)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        println!("wrote {}", path.display());
+        outln!("wrote {}", path.display());
     }
     if let Some(dir) = &opts.plot {
         let files = plot::write_all(dir, &r.records)
             .map_err(|e| format!("cannot write the charts to {}: {e}", dir.display()))?;
-        println!(
+        outln!(
             "wrote {} charts and {}",
             files.len(),
             dir.join("index.html").display()
         );
     }
     if let Some(path) = &opts.markdown {
-        markdown::write(path, &r, opts.plot.as_deref())
+        markdown::write(path, &r, &opts.tool, opts.plot.as_deref())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        println!("wrote {}", path.display());
+        outln!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// Every group, in run order.
+fn run_groups(r: &mut Runner) {
+    cases::run_all(r);
+    threads::run_all(r);
+    rearm_shares::run(r);
+    delete_sync::run(r);
+    pull_model::run(r);
+    posix_timers::run(r);
+    latency::run(r);
+    async_timers::run(r);
+    async_runtime::run(r);
+    async_server::run(r);
+}
+
+/// The `group/case` names a run with `opts` would measure, group by group
+/// in run order, found without measuring anything: what `utimer bench
+/// --list` prints.
+/// `opts.quick` picks the quick run's cases (some names carry a fill
+/// size, `1M` instead of `10M`); with `opts.filter`, only the names that
+/// contain it. The other options are not used.
+pub fn list(opts: &Options) -> Vec<String> {
+    let mut r = Runner::new(&Options {
+        quick: opts.quick,
+        ..Options::default()
+    });
+    r.listing = Some(RefCell::new(Vec::new()));
+    run_groups(&mut r);
+    let names = r
+        .listing
+        .take()
+        .map(RefCell::into_inner)
+        .unwrap_or_default();
+    match &opts.filter {
+        Some(f) => names
+            .into_iter()
+            .filter(|n| n.contains(f.as_str()))
+            .collect(),
+        None => names,
+    }
+}
+
+/// Prints [`list`] to stdout, one `group/case` per line; fails as [`run`]
+/// does when the filter matches no case. A closed stdout ends the process
+/// quietly with status 0.
+pub fn print_list(opts: &Options) -> Result<(), String> {
+    check_filter(opts)?;
+    for name in list(opts) {
+        outln!("{name}");
+    }
+    out::flush();
+    Ok(())
+}
+
+/// Fails when `opts.filter` matches no case of the run's mode, naming the
+/// groups (and the other mode if the filter matches a case there).
+fn check_filter(opts: &Options) -> Result<(), String> {
+    let Some(f) = &opts.filter else {
+        return Ok(());
+    };
+    if !list(opts).is_empty() {
+        return Ok(());
+    }
+    let other = Options {
+        quick: !opts.quick,
+        filter: opts.filter.clone(),
+        ..Options::default()
+    };
+    let (mode, hint) = if opts.quick {
+        ("quick", "a full run's: drop --quick")
+    } else {
+        ("full", "a quick run's: add --quick")
+    };
+    let elsewhere = if list(&other).is_empty() {
+        String::new()
+    } else {
+        format!(" (it matches {hint})")
+    };
+    Err(format!(
+        "no case of a {mode} run matches the filter `{f}` (a substring of `group/case`)\
+         {elsewhere}; the groups are: {}; `utimer bench --list` shows every case",
+        GROUPS.join(", ")
+    ))
+}
+
+/// Fails, before anything is measured, when an output path cannot be
+/// written: the file of `--json` and `--markdown` (its folder is created
+/// if missing), the folder of `--plot` (created if missing).
+fn check_outputs(opts: &Options) -> Result<(), String> {
+    if let Some(p) = &opts.json {
+        writable_file(p).map_err(|e| format!("cannot write the JSON file {}: {e}", p.display()))?;
+    }
+    if let Some(p) = &opts.markdown {
+        writable_file(p)
+            .map_err(|e| format!("cannot write the results page {}: {e}", p.display()))?;
+    }
+    if let Some(d) = &opts.plot {
+        writable_dir(d).map_err(|e| format!("cannot write the charts to {}: {e}", d.display()))?;
+    }
+    Ok(())
+}
+
+/// Creates `path`'s folder if missing and opens `path` for writing without
+/// changing it; a file that was not there before is removed again.
+fn writable_file(path: &Path) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_dir(dir)?;
+    }
+    let existed = path.symlink_metadata().is_ok();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)?;
+    if !existed {
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
+}
+
+/// Creates folder `dir` and its parents if missing; a file in its place is
+/// an error that says so.
+fn create_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        let msg = format!("{} is a file, not a folder", dir.display());
+        return Err(std::io::Error::new(std::io::ErrorKind::NotADirectory, msg));
+    }
+    std::fs::create_dir_all(dir)
+}
+
+/// Creates folder `dir` if missing and checks that a file can be created
+/// in it.
+fn writable_dir(dir: &Path) -> std::io::Result<()> {
+    create_dir(dir)?;
+    let probe = dir.join(format!(".utimer-bench-probe-{}", std::process::id()));
+    std::fs::File::create(&probe)?;
+    std::fs::remove_file(&probe)
 }
 
 /// One timed portion: `ops` operations took `elapsed`.
@@ -310,6 +458,13 @@ pub struct Runner {
     /// The groups entered, in run order.
     groups: Vec<GroupLog>,
     started: Instant,
+    /// When the run started, for the JSON file and the results page.
+    started_at: SystemTime,
+    /// Whether the legend of the utimer rows' names was printed.
+    legend_shown: bool,
+    /// [`list`]'s mode: [`Runner::wants`] records each `group/case` asked
+    /// about here and selects nothing, so no case runs.
+    listing: Option<RefCell<Vec<String>>>,
 }
 
 impl Runner {
@@ -323,6 +478,25 @@ impl Runner {
             current_group: None,
             groups: Vec::new(),
             started: Instant::now(),
+            started_at: SystemTime::now(),
+            legend_shown: false,
+            listing: None,
+        }
+    }
+
+    /// What the JSON file says about this run, built by `tool`.
+    pub fn meta(&self, tool: &ToolInfo) -> RunMeta {
+        RunMeta {
+            tool: tool.clone(),
+            date: meta::rfc3339_utc(self.started_at),
+            mode: self.mode().to_string(),
+            filter: self.filter.clone(),
+            machine: Machine::detect(),
+            method: meta::Method {
+                repetitions: self.reps,
+                batch_target_ms: self.target.as_millis() as u64,
+            },
+            duration_s: self.started.elapsed().as_secs_f64(),
         }
     }
 
@@ -344,8 +518,17 @@ impl Runner {
         }
     }
 
-    /// Whether the filter selects `group/case`.
+    /// Whether the filter selects `group/case`. In [`list`]'s mode, the
+    /// name is recorded and nothing is selected.
     pub fn wants(&self, group: &str, case: &str) -> bool {
+        if let Some(names) = &self.listing {
+            let name = format!("{group}/{case}");
+            let mut names = names.borrow_mut();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+            return false;
+        }
         match &self.filter {
             None => true,
             Some(f) => format!("{group}/{case}").contains(f.as_str()),
@@ -413,7 +596,7 @@ impl Runner {
                 Record::timing(group, case, &name, self.mode(), outcome).charted(chart)
             })
             .collect();
-        report::print_case(case, &records);
+        report::print_case(case, &records, &mut self.legend_shown);
         self.records.extend(records);
     }
 
@@ -423,7 +606,7 @@ impl Runner {
         if !self.wants(group, case) {
             return;
         }
-        report::print_case(case, &records);
+        report::print_case(case, &records, &mut self.legend_shown);
         self.push_records(chart, records);
     }
 
@@ -551,6 +734,105 @@ mod tests {
             assert_eq!(a.next_u64(), b.next_u64());
         }
         assert!(a.below(10) < 10);
+    }
+
+    fn opts(quick: bool, filter: Option<&str>) -> Options {
+        Options {
+            quick,
+            filter: filter.map(str::to_string),
+            ..Options::default()
+        }
+    }
+
+    #[test]
+    fn list_names_every_group_without_running() {
+        for quick in [true, false] {
+            let names = list(&opts(quick, None));
+            for g in GROUPS {
+                let prefix = format!("{g}/");
+                assert!(
+                    names.iter().any(|n| n.starts_with(&prefix)),
+                    "group {g} not in {names:?}"
+                );
+            }
+            // Each name once, each group's names together, in run order.
+            let mut seen = Vec::new();
+            for n in &names {
+                assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n}");
+                let g = GROUPS.iter().position(|g| n.starts_with(&format!("{g}/")));
+                let g = g.unwrap_or_else(|| panic!("{n}: no group of GROUPS"));
+                if seen.last() != Some(&g) {
+                    assert!(!seen.contains(&g), "{n}: group {} split", GROUPS[g]);
+                    seen.push(g);
+                }
+            }
+            assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+        }
+        let full = list(&opts(false, None));
+        let quick = list(&opts(true, None));
+        assert!(full.contains(&"arm_cancel_pending/10M".to_string()));
+        assert!(quick.contains(&"arm_cancel_pending/1M".to_string()));
+        assert!(!quick.contains(&"arm_cancel_pending/10M".to_string()));
+        assert!(full.contains(&"async/lateness_200ms/early".to_string()));
+        let rearm = list(&opts(true, Some("rearm/")));
+        assert_eq!(
+            rearm,
+            [
+                "rearm/same_bucket",
+                "rearm/new_bucket",
+                "rearm/three_buckets"
+            ]
+        );
+    }
+
+    #[test]
+    fn unmatched_filter_names_the_groups() {
+        assert!(check_filter(&opts(true, Some("wheel"))).is_ok());
+        assert!(check_filter(&opts(true, None)).is_ok());
+        let e = check_filter(&opts(true, Some("no-such-case"))).unwrap_err();
+        assert!(e.contains("`no-such-case`"), "{e}");
+        for g in GROUPS {
+            assert!(e.contains(g), "{g} missing from {e}");
+        }
+        assert!(e.contains("--list"), "{e}");
+        // A case of the other mode only.
+        let e = check_filter(&opts(true, Some("/10M"))).unwrap_err();
+        assert!(e.contains("drop --quick"), "{e}");
+        let e = print_list(&opts(false, Some("no-such-case"))).unwrap_err();
+        assert!(e.contains("no case of a full run"), "{e}");
+    }
+
+    #[test]
+    fn output_paths_checked_before_the_run() {
+        let dir = std::env::temp_dir().join(format!("utimer-bench-outputs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("a-file");
+        std::fs::write(&file, "x").unwrap();
+        let with = |json: Option<PathBuf>, plot: Option<PathBuf>, markdown: Option<PathBuf>| {
+            check_outputs(&Options {
+                json,
+                plot,
+                markdown,
+                ..Options::default()
+            })
+        };
+        let e = with(Some(file.join("x.json")), None, None).unwrap_err();
+        assert!(e.contains("JSON file") && e.contains("not a folder"), "{e}");
+        let e = with(None, Some(file.clone()), None).unwrap_err();
+        assert!(e.contains("charts") && e.contains("not a folder"), "{e}");
+        let e = with(None, None, Some(file.join("sub/page.md"))).unwrap_err();
+        assert!(e.contains("results page"), "{e}");
+        let e = with(Some(dir.clone()), None, None).unwrap_err();
+        assert!(e.contains("JSON file"), "{e}");
+        // Good paths: the folders are created, no file is left behind and
+        // an existing file is kept as it is.
+        let (json, plots) = (dir.join("new/run.json"), dir.join("new/plots"));
+        with(Some(json.clone()), Some(plots.clone()), Some(file.clone())).unwrap();
+        assert!(!json.exists() && json.parent().unwrap().is_dir());
+        assert_eq!(std::fs::read_dir(&plots).unwrap().count(), 0);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -52,6 +52,7 @@ use std::time::Instant;
 
 use utimer::{BaseStats, Expiry, Timer};
 
+use super::out::outln;
 use super::peers::utimer::{empty_timer, UtimerPeer};
 use super::plot::{Chart, Shares};
 use super::{GroupDoc, Record, Runner, XorShift};
@@ -234,14 +235,22 @@ fn fmt_pct(v: f64) -> String {
 
 fn print_table(w: &Workload, before: &Counts, after: &Counts) {
     crate::progress::clear();
-    println!("\n  {}: {}", w.name, w.describe);
-    println!(
+    outln!("\n  {}: {}", w.name, w.describe);
+    outln!(
+        "    (shares of re-arms, %: neither lower nor higher is better, compare each with the \
+         patch's number; ns/modify: lower is better)"
+    );
+    outln!(
         "    {:<9} {:>12} {:>10}   {:>12} {:>10}",
-        "", "before", "(patch)", "after", "(patch)"
+        "",
+        "before",
+        "(patch)",
+        "after",
+        "(patch)"
     );
     let (b, a) = (before.shares(), after.shares());
     for (k, label) in ["Match", "Requeue", "Recalc"].iter().enumerate() {
-        println!(
+        outln!(
             "    {:<9} {:>12} {:>10}   {:>12} {:>10}",
             label,
             fmt_pct(b[k]),
@@ -251,7 +260,7 @@ fn print_table(w: &Workload, before: &Counts, after: &Counts) {
         );
     }
     for (name, c) in [("before", before), ("after", after)] {
-        println!(
+        outln!(
             "    {name:>6}: {} re-arms of pending timers ({} exact-expiry), {} modify calls; \
              library: matched {} requeued {} recalced {} armed {} fired {}; \
              {:.1} ns/modify (with harness and stats counting)",

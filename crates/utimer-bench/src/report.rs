@@ -4,19 +4,59 @@
 //!
 //! Tables show, per case, one row per implementation: the median over the
 //! repetitions, the 10th and 90th percentiles (nearest rank) and the ratio
-//! to the utimer row of the same case (`2.00x` = takes twice as long as, or
-//! uses twice the memory of, utimer). Rows that could not be measured say
-//! why.
+//! to the utimer row of the same case (`2.00x` = twice utimer's value).
+//! Each table's caption says whether lower or higher is better
+//! ([`Better`], from the rows' unit unless a case says otherwise), and so
+//! whether a ratio above 1.00x is worse or better than utimer. Rows that
+//! could not be measured say why. Before the first table with rows named
+//! for how the thread reaches its worker (`utimer (owner)`, `entered`), a
+//! legend line explains the names.
 //!
-//! The JSON file is an array of [`Record`]s, one per row, in run order.
+//! The JSON file is an object: `schema`, the run's [`RunMeta`] as `meta`,
+//! and every [`Record`] as `results`, one per row, in run order.
 
 use std::io::Write;
 use std::path::Path;
 
 use serde::Serialize;
 
+use super::meta::{JsonFile, Machine, RunMeta, JSON_SCHEMA};
+use super::out::outln;
 use super::plot::Chart;
 use super::{progress, Outcome, Runner};
+
+/// Which way a row's value is better.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    /// Lower is better: a time, a memory size, lateness, wake-ups.
+    Lower,
+    /// Higher is better: a throughput.
+    Higher,
+}
+
+impl Better {
+    /// The direction of values in `unit`: lower for times, sizes,
+    /// allocations, lateness, cycles and wake-ups, higher for rates of
+    /// work done; `None` for the units of counts, shares and ratios,
+    /// which a case marks itself where one way is better.
+    pub fn for_unit(unit: &str) -> Option<Better> {
+        match unit {
+            "ns/op" | "µs" | "cycles" | "ticks" | "B/timer" | "allocs/timer" | "allocs/op"
+            | "B/future" | "wakeups/s" | "samples" | "early" => Some(Better::Lower),
+            "Mcalls/s" | "Mops/s" | "kreq/s" => Some(Better::Higher),
+            _ => None,
+        }
+    }
+
+    /// `lower` or `higher`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Better::Lower => "lower",
+            Better::Higher => "higher",
+        }
+    }
+}
 
 /// One row: a measured timing, a measured value, or a skip.
 #[derive(Clone, Debug, Serialize)]
@@ -51,6 +91,10 @@ pub struct Record {
     pub skipped: Option<String>,
     /// `quick` or `full`.
     pub mode: String,
+    /// Whether lower or higher is better (`lower`, `higher`); absent for
+    /// a count or share to read as it is, and for skipped rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub better: Option<Better>,
     /// What `--plot` draws of the row's case, as the case was registered
     /// with the [`Runner`]; not in the JSON.
     #[serde(skip)]
@@ -116,6 +160,7 @@ impl Record {
             reference: None,
             skipped: None,
             mode: mode.to_string(),
+            better: Better::for_unit(unit),
             chart: Chart::Bars,
         }
     }
@@ -166,13 +211,23 @@ impl Record {
         r
     }
 
+    /// The row, with `ops` operations per sample.
     pub fn with_ops(mut self, ops: u64) -> Self {
         self.ops_per_sample = Some(ops);
         self
     }
 
+    /// The row, with the number a published experiment reported for it.
     pub fn with_reference(mut self, reference: &str) -> Self {
         self.reference = Some(reference.to_string());
+        self
+    }
+
+    /// The row, with `better` instead of its unit's direction
+    /// ([`Better::for_unit`]): for ratios and shares, where the case knows
+    /// which way is better.
+    pub fn with_better(mut self, better: Option<Better>) -> Self {
+        self.better = better;
         self
     }
 
@@ -205,26 +260,77 @@ pub(crate) struct Banner {
 }
 
 /// What the ratio column means.
-pub(crate) const RATIO_COLUMN: &str =
-    "this row / the utimer row of the same case (lower is faster)";
+pub(crate) const RATIO_COLUMN: &str = "this row / the utimer row of the same case; \
+     each table says whether lower or higher is better there, and so whether above \
+     1.00x is worse or better than utimer";
+
+/// The legend of the rows named for how the arming thread reaches its
+/// worker, shown once, before the first table with such rows.
+pub(crate) const LEGEND: &str = "`utimer (owner)`, `(owners)`, `owner`: the arming thread \
+     is registered as the worker (`register_worker`, as a `Runtime`'s threads are), owns its \
+     bases and takes their locks without an atomic read-modify-write; plain `utimer`, \
+     `remote`, `entered`: the thread entered the worker (`sys.enter`) and takes the base's \
+     spinlock; `utimer (pinned)`: the timer is on the worker's local base";
+
+/// Whether `records` have rows that [`LEGEND`] explains.
+pub(crate) fn needs_legend(records: &[Record]) -> bool {
+    records.iter().any(|r| {
+        let n = r.impl_name.as_str();
+        n.contains("(owner") || n == "owner" || n.contains("entered") || n.contains("(pinned)")
+    })
+}
+
+/// The caption of a case's table: whether lower or higher is better, and
+/// what the ratio column means there; empty when no row has a value.
+pub(crate) fn caption(records: &[Record]) -> String {
+    let measured: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.skipped.is_none() && r.value.is_some())
+        .collect();
+    let Some(first) = measured.first() else {
+        return String::new();
+    };
+    let ratio = ratio_base(records).is_some();
+    let same = measured.iter().all(|r| r.better == first.better);
+    let mut text = match (same, first.better) {
+        (true, Some(b)) => format!("{} is better", b.word()),
+        (true, None) => "neither lower nor higher is better: counts or shares to read as \
+                         they are"
+            .to_string(),
+        (false, _) => {
+            let mut parts = Vec::new();
+            for (b, label) in [
+                (Some(Better::Lower), "lower is better for"),
+                (Some(Better::Higher), "higher is better for"),
+                (None, "to read as it is:"),
+            ] {
+                let names: Vec<String> = measured
+                    .iter()
+                    .filter(|r| r.better == b)
+                    .map(|r| format!("`{}`", r.impl_name))
+                    .collect();
+                if !names.is_empty() {
+                    parts.push(format!("{label} {}", names.join(", ")));
+                }
+            }
+            parts.join("; ")
+        }
+    };
+    if ratio {
+        text.push_str("; vs utimer = this row / utimer's");
+        match (same, first.better) {
+            (true, Some(Better::Lower)) => text.push_str(", above 1.00x is worse than utimer"),
+            (true, Some(Better::Higher)) => text.push_str(", above 1.00x is better than utimer"),
+            _ => {}
+        }
+    }
+    text
+}
 
 /// Describes the machine and the run's parameters.
 pub(crate) fn banner(r: &Runner) -> Banner {
-    let cpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(0);
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split_once(':'))
-        .map(|(_, m)| m.trim().to_string())
-        .unwrap_or_else(|| "unknown CPU".to_string());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".to_string());
     Banner {
-        machine: format!("{cpus} CPUs (nproc), {model}, Linux {kernel}"),
+        machine: Machine::detect().describe(),
         method: format!(
             "median of {} interleaved repetitions; batches of >= {} ms; \
              warm-up = calibration; nothing pinned",
@@ -237,31 +343,36 @@ pub(crate) fn banner(r: &Runner) -> Banner {
 /// Prints the machine description and the run's parameters.
 pub(crate) fn print_machine(r: &Runner) {
     let b = banner(r);
-    println!("utimer bench ({} mode)", r.mode());
-    println!("machine: {}", b.machine);
-    println!("method: {}", b.method);
-    println!("ratio column: {RATIO_COLUMN}");
+    outln!("utimer bench ({} mode)", r.mode());
+    outln!("machine: {}", b.machine);
+    outln!("method: {}", b.method);
+    outln!("ratio column: {RATIO_COLUMN}");
 }
 
 /// Prints a group heading.
 pub(crate) fn print_group(group: &str, about: &str) {
     progress::clear();
-    println!("\n== {group} ==");
+    outln!("\n== {group} ==");
     for line in about.lines() {
-        println!("   {line}");
+        outln!("   {line}");
     }
 }
 
 /// Prints an explanation line.
 pub(crate) fn print_note(group: &str, text: &str) {
     progress::clear();
-    println!("   [{group}] note: {text}");
+    outln!("   [{group}] note: {text}");
     progress::redraw(false);
 }
 
-/// Prints one case's table.
-pub(crate) fn print_case(case: &str, records: &[Record]) {
+/// Prints one case's table, after the legend if the table is the first
+/// to need it (`legend_shown` says whether one did before).
+pub(crate) fn print_case(case: &str, records: &[Record], legend_shown: &mut bool) {
     progress::clear();
+    if !*legend_shown && needs_legend(records) {
+        *legend_shown = true;
+        outln!("\n  legend: {LEGEND}");
+    }
     write_case(case, records);
     progress::redraw(true);
 }
@@ -311,21 +422,27 @@ fn write_case(case: &str, records: &[Record]) {
         .max()
         .unwrap_or(4)
         .max(18);
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "\n  {case}");
-    let _ = writeln!(
-        out,
+    let caption = caption(records);
+    if caption.is_empty() {
+        outln!("\n  {case}");
+    } else {
+        outln!("\n  {case}  ({caption})");
+    }
+    outln!(
         "    {:<width$} {:>14} {:>10} {:>10} {:>10}",
-        "impl", label, "p10", "p90", "vs utimer",
+        "impl",
+        label,
+        "p10",
+        "p90",
+        "vs utimer",
     );
     for r in records {
         if let Some(why) = &r.skipped {
-            let _ = writeln!(out, "    {:<width$} skipped: {why}", r.impl_name);
+            outln!("    {:<width$} skipped: {why}", r.impl_name);
             continue;
         }
         let v = r.value.unwrap_or(f64::NAN);
-        let _ = writeln!(
-            out,
+        outln!(
             "    {:<width$} {:>14} {:>10} {:>10} {:>10}",
             r.impl_name,
             fmt_num(v),
@@ -336,11 +453,16 @@ fn write_case(case: &str, records: &[Record]) {
     }
 }
 
-/// Writes all records as a pretty-printed JSON array.
-pub(crate) fn write_json(path: &Path, records: &[Record]) -> std::io::Result<()> {
+/// Writes the run's [`JsonFile`], pretty-printed: `meta` and all records.
+pub(crate) fn write_json(path: &Path, meta: &RunMeta, records: &[Record]) -> std::io::Result<()> {
     let file = std::fs::File::create(path)?;
     let mut w = std::io::BufWriter::new(file);
-    serde_json::to_writer_pretty(&mut w, records).map_err(std::io::Error::other)?;
+    let doc = JsonFile {
+        schema: JSON_SCHEMA,
+        meta,
+        results: records,
+    };
+    serde_json::to_writer_pretty(&mut w, &doc).map_err(std::io::Error::other)?;
     writeln!(w)?;
     w.flush()
 }
@@ -367,5 +489,86 @@ mod tests {
         let json = serde_json::to_string(&r).unwrap();
         assert!(json.contains("\"impl\":\"i\""));
         assert!(json.contains("\"ns_per_op\":3.0"));
+        assert!(json.contains("\"better\":\"lower\""));
+    }
+
+    #[test]
+    fn directions_from_units_and_cases() {
+        assert_eq!(Better::for_unit("ns/op"), Some(Better::Lower));
+        assert_eq!(Better::for_unit("B/timer"), Some(Better::Lower));
+        assert_eq!(Better::for_unit("Mops/s"), Some(Better::Higher));
+        assert_eq!(Better::for_unit("%"), None);
+        let r = Record::value("g", "c", "i", "full", 2.0, "x");
+        assert_eq!(r.better, None);
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(!json.contains("better"), "{json}");
+        let r = r.with_better(Some(Better::Higher));
+        assert!(serde_json::to_string(&r)
+            .unwrap()
+            .contains("\"better\":\"higher\""));
+    }
+
+    #[test]
+    fn json_file_has_the_run_and_its_rows() {
+        let opts = crate::Options {
+            quick: true,
+            filter: Some("wheel".to_string()),
+            ..crate::Options::default()
+        };
+        let r = Runner::new(&opts);
+        let tool = crate::ToolInfo {
+            git_revision: "0123abc".to_string(),
+            ..crate::ToolInfo::default()
+        };
+        let meta = r.meta(&tool);
+        let rows = [Record::value("g", "c", "utimer", "quick", 1.0, "ns/op")];
+        let path = std::env::temp_dir().join(format!("utimer-bench-json-{}", std::process::id()));
+        write_json(&path, &meta, &rows).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(v["schema"], 2);
+        let m = &v["meta"];
+        assert_eq!(m["tool"]["name"], "utimer");
+        assert_eq!(m["tool"]["version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(m["tool"]["git_revision"], "0123abc");
+        assert_eq!(
+            (&m["mode"], &m["filter"]),
+            (&"quick".into(), &"wheel".into())
+        );
+        let date = m["date"].as_str().unwrap();
+        assert!(
+            date.len() == 20 && date.ends_with('Z') && &date[10..11] == "T",
+            "{date}"
+        );
+        assert!(m["machine"]["cpu_model"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()));
+        assert!(m["machine"]["cpus"].as_u64().unwrap() >= 1);
+        assert!(m["machine"]["kernel"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()));
+        assert_eq!(m["method"]["repetitions"], 7);
+        assert_eq!(v["results"][0]["impl"], "utimer");
+        assert_eq!(v["results"][0]["better"], "lower");
+    }
+
+    #[test]
+    fn captions_and_legend() {
+        let t = |name: &str, v: f64| Record::value("g", "c", name, "full", v, "ns/op");
+        let c = caption(&[t("utimer", 1.0), t("heap", 2.0)]);
+        assert_eq!(
+            c,
+            "lower is better; vs utimer = this row / utimer's, above 1.00x is worse than utimer"
+        );
+        assert_eq!(caption(&[t("heap", 2.0)]), "lower is better");
+        let skipped = Record::skipped("g", "c", "posix", "full", "n/a");
+        assert_eq!(caption(&[skipped]), "");
+        assert!(!needs_legend(&[t("utimer", 1.0), t("heap", 2.0)]));
+        assert!(needs_legend(&[t("utimer (owner)", 1.0)]));
+        assert!(needs_legend(&[t(
+            "no owner (both entered: the spinlock)",
+            1.0
+        )]));
     }
 }

@@ -10,10 +10,13 @@
 //!
 //! Arguments are parsed with clap (derive). A usage error prints clap's
 //! message to stderr and exits with status 2; `--help` and `help` print to
-//! stdout and exit with 0.
+//! stdout and exit with 0. The build script embeds the git revision the
+//! tool is built from (`unknown` outside a git checkout), which
+//! `--version` shows and `bench --json` records.
 
 mod sim;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -26,11 +29,19 @@ use utimer_bench as bench;
 #[global_allocator]
 static GLOBAL: bench::alloc::Counting = bench::alloc::Counting;
 
+/// The tool's version and the git revision it was built from.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (git ",
+    env!("UTIMER_GIT_REVISION"),
+    ")"
+);
+
 /// utimer: kernel-grade timers for user space (command line tool)
 #[derive(Debug, Parser)]
 #[command(
     name = "utimer",
-    version,
+    version = VERSION,
     arg_required_else_help = true,
     max_term_width = 100
 )]
@@ -51,11 +62,25 @@ enum Command {
 }
 
 const BENCH_AFTER_HELP: &str = "\
-Each table shows, per case, one row per implementation: the median
-nanoseconds per operation over the repetitions, the 10th and 90th
-percentiles, and the ratio to the utimer row (2.00x = twice utimer's time).
+Each table shows, per case, one row per implementation: the median over the
+repetitions (nanoseconds per operation in most tables), the 10th and 90th
+percentiles, and the ratio to the utimer row (2.00x = twice utimer's
+value). Each table's caption says whether lower or higher is better there,
+and so whether a ratio above 1.00x is worse or better than utimer. A legend
+explains the `utimer (owner)` and `entered` rows where they first appear.
 When stderr is a terminal, one updating line there tells which group and
-case is running and how many groups are done.";
+case is running and how many groups are done.
+
+Cost: a full run takes about 10 minutes on a 2-core machine and peaks at
+about 2.4 GB of memory (the 10M-timer fills); --quick takes about 35 s and
+peaks at about 250 MB. The first run also builds the `tokio alt timer`
+helper (about 20 s more on that machine).
+
+A filter that matches no case, and an output path that cannot be written,
+fail before anything is measured. When stdout is closed (`utimer bench |
+head`), the run ends quietly with status 0, unless it has files to write
+(--json, --plot, --markdown): then it goes on without printing and writes
+them.";
 
 /// `utimer bench`'s options: compare utimer with the timer facilities
 /// people use today.
@@ -66,7 +91,15 @@ struct BenchArgs {
     /// large-fill case
     #[arg(long)]
     quick: bool,
-    /// Also write every result as a JSON array to FILE
+    /// Print the groups' cases, one "group/case" per line, the groups in
+    /// run order, and measure nothing (with --quick: the quick run's cases;
+    /// with --filter: only those it selects)
+    #[arg(long, conflicts_with_all = ["json", "plot", "markdown"])]
+    list: bool,
+    /// Also write the run to FILE as JSON (its folder is created if
+    /// missing): the machine, the date, the tool's version and git
+    /// revision, the mode and the filter under "meta", every result under
+    /// "results"
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Only run the cases whose "group/case" contains SUBSTR (case-sensitive;
@@ -80,7 +113,7 @@ struct BenchArgs {
     plot: Option<PathBuf>,
     /// Also write the results page to FILE: this run's tables in Markdown,
     /// one section per group with what it measures, linking the charts of
-    /// --plot (ci/results.sh writes docs/results.md this way)
+    /// --plot (ci/results.sh writes docs/results/MACHINE.md this way)
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
 }
@@ -93,6 +126,11 @@ impl From<BenchArgs> for bench::Options {
             filter: a.filter,
             plot: a.plot,
             markdown: a.markdown,
+            tool: bench::ToolInfo {
+                name: "utimer".to_string(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                git_revision: env!("UTIMER_GIT_REVISION").to_string(),
+            },
         }
     }
 }
@@ -100,13 +138,23 @@ impl From<BenchArgs> for bench::Options {
 fn main() -> ExitCode {
     // Usage errors exit here with status 2, help and version with 0.
     match Cli::parse().command {
-        Command::Bench(args) => match bench::run(&args.into()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("utimer bench: error: {e}");
-                ExitCode::FAILURE
+        Command::Bench(args) => {
+            let list = args.list;
+            let opts = bench::Options::from(args);
+            let done = if list {
+                bench::print_list(&opts)
+            } else {
+                bench::run(&opts)
+            };
+            match done {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    // Not `eprintln!`, which panics when stderr is closed.
+                    let _ = writeln!(std::io::stderr(), "utimer bench: error: {e}");
+                    ExitCode::FAILURE
+                }
             }
-        },
+        }
         Command::Sim(args) => match sim::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -170,6 +218,9 @@ mod tests {
             &["bench", "--markdown="],
             &["bench", "--quick=1"],
             &["bench", "stray"],
+            &["bench", "--list", "--json", "x.json"],
+            &["bench", "--list", "--plot", "plots"],
+            &["bench", "--list", "--markdown", "x.md"],
         ] {
             let e = parse(bad).expect_err(&format!("{bad:?} should fail"));
             // Usage errors exit with status 2.
@@ -204,12 +255,17 @@ mod tests {
             .to_string();
         for flag in [
             "--quick",
+            "--list",
             "--json <FILE>",
             "--filter <SUBSTR>",
             "--plot <DIR>",
             "--markdown <FILE>",
         ] {
             assert!(help.contains(flag), "{flag} missing from\n{help}");
+        }
+        // What a run costs, before one is started.
+        for cost in ["10 minutes", "2.4 GB", "--quick takes about"] {
+            assert!(help.contains(cost), "{cost} missing from\n{help}");
         }
     }
 }

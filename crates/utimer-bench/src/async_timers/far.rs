@@ -45,7 +45,13 @@ fn case(ms: u64) -> String {
 pub(super) fn wanted(r: &Runner) -> bool {
     DISTANCES
         .iter()
-        .any(|&(ms, quick)| (quick || !r.quick) && r.wants(GROUP, &case(ms)))
+        .any(|&(ms, quick)| (quick || !r.quick) && wants_distance(r, &case(ms)))
+}
+
+/// Whether the lateness `case` of a distance or its count of early waits
+/// (`case/early`) is wanted.
+fn wants_distance(r: &Runner, case: &str) -> bool {
+    r.wants(GROUP, case) || r.wants(GROUP, &format!("{case}/early"))
 }
 
 /// One future's wait: a sleep, or a timeout around a future that never
@@ -176,7 +182,7 @@ fn rows(
 pub(super) fn run(r: &mut Runner) {
     for (ms, in_quick) in DISTANCES {
         let case = case(ms);
-        if (r.quick && !in_quick) || !r.wants(GROUP, &case) {
+        if (r.quick && !in_quick) || !wants_distance(r, &case) {
             continue;
         }
         let d = Duration::from_millis(ms);

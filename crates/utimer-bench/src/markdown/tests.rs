@@ -2,9 +2,8 @@
 
 use super::*;
 use crate::plot::Chart;
-use crate::GroupDoc;
+use crate::{Better, GroupDoc};
 use std::path::PathBuf;
-use std::time::Duration;
 
 fn timing(case: &str, name: &str, v: f64) -> Record {
     let mut r = Record::value("arm_cancel", case, name, "quick", v, "ns/op");
@@ -34,6 +33,12 @@ fn log(name: &str, title: &'static str) -> GroupLog {
 fn page(records: &[Record], groups: &[GroupLog], charts: Option<Charts>) -> String {
     render(&Page {
         date: "2026-01-02".to_string(),
+        command: "utimer bench --markdown docs/results/test-cpu.md".to_string(),
+        tool: &ToolInfo {
+            name: "utimer".to_string(),
+            version: "9.8.7".to_string(),
+            git_revision: "0123abc".to_string(),
+        },
         mode: "quick",
         filter: Some("a"),
         banner: report::Banner {
@@ -68,9 +73,19 @@ fn table_of<'a>(md: &'a str, case: &str) -> Vec<&'a str> {
     let start = md.find(&format!("### `{case}`")).expect("case heading");
     md[start..]
         .lines()
-        .skip(2)
+        .skip(1)
+        .skip_while(|l| !l.starts_with('|'))
         .take_while(|l| l.starts_with('|'))
         .collect()
+}
+
+/// The text between heading `### `case`` and its table.
+fn caption_of<'a>(md: &'a str, case: &str) -> &'a str {
+    let start = md.find(&format!("### `{case}`")).expect("case heading");
+    let table = start + md[start..].find("\n|").expect("table");
+    md[start..table]
+        .split_once('\n')
+        .map_or("", |(_, c)| c.trim())
 }
 
 #[test]
@@ -80,6 +95,9 @@ fn headings_in_run_order() {
     let at = |s: &str| md.find(s).unwrap_or_else(|| panic!("{s} missing"));
     assert!(md.starts_with("# utimer bench results\n"));
     assert!(md.contains("`ci/results.sh`") && md.contains("2026-01-02 (UTC)"));
+    assert!(md.contains("`utimer bench --markdown docs/results/test-cpu.md`"));
+    assert!(md.contains("[the index](../results.md)"));
+    assert!(md.contains("- **Tool:** utimer 9.8.7, git revision 0123abc\n"));
     assert!(md.contains("Test CPU") && md.contains("`a`"));
     let order = [
         "## Method",
@@ -156,10 +174,52 @@ fn chart_links_are_relative() {
 }
 
 #[test]
-fn utc_dates() {
-    let at = |s: u64| utc_date(UNIX_EPOCH + Duration::from_secs(s));
-    assert_eq!(at(0), "1970-01-01");
-    assert_eq!(at(951_868_800), "2000-03-01");
-    assert_eq!(at(1_709_164_800 + 86_399), "2024-02-29");
-    assert_eq!(at(1_735_689_599), "2024-12-31");
+fn captions_say_which_way_is_better() {
+    let (records, groups) = sample();
+    let md = page(&records, &groups, None);
+    assert_eq!(
+        caption_of(&md, "empty"),
+        "*Lower is better; vs utimer = this row / utimer's, above 1.00x is worse than utimer.*"
+    );
+    assert!(
+        caption_of(&md, "simple/match").starts_with("*Neither lower nor higher is better"),
+        "{md}"
+    );
+    let rate = |name: &str, v: f64| Record::value("g", "rate", name, "quick", v, "Mops/s");
+    let ratio = |name: &str, b: Better| {
+        Record::value("g", "ratio", name, "quick", 1.1, "x").with_better(Some(b))
+    };
+    let records = vec![
+        rate("utimer-async", 2.0),
+        rate("tokio", 1.0),
+        ratio("throughput", Better::Higher),
+        ratio("p99 latency", Better::Lower),
+    ];
+    let md = page(&records, &[], None);
+    assert_eq!(
+        caption_of(&md, "rate"),
+        "*Higher is better; vs utimer = this row / utimer's, above 1.00x is better than utimer.*"
+    );
+    assert_eq!(
+        caption_of(&md, "ratio"),
+        "*Lower is better for `p99 latency`; higher is better for `throughput`.*"
+    );
+}
+
+#[test]
+fn legend_once_before_the_first_owner_table() {
+    let records = vec![
+        timing("empty", "utimer", 10.0),
+        timing("empty", "BinaryHeap", 12.0),
+        timing("owned", "utimer", 10.0),
+        timing("owned", "utimer (owner)", 5.0),
+        timing("shared", "owner", 10.0),
+        timing("shared", "no owner (both entered: the spinlock)", 5.0),
+    ];
+    let md = page(&records, &[], None);
+    assert_eq!(md.matches("**Row names.**").count(), 1, "{md}");
+    let legend = md.find("**Row names.**").unwrap();
+    assert!(md.find("### `owned`").unwrap() < legend);
+    assert!(legend < md.find("### `shared`").unwrap());
+    assert!(md[legend..].contains("`sys.enter`") && md[legend..].contains("`register_worker`"));
 }

@@ -62,6 +62,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::out::errln;
 use crate::{progress, Contender, Sample};
 
 /// Row name of every alt-timer row.
@@ -109,7 +110,7 @@ pub fn helper() -> Result<PathBuf, String> {
             let built = build();
             if let Err(e) = &built {
                 progress::clear();
-                eprintln!("note: the `{NAME}` rows are skipped: {e}");
+                errln!("note: the `{NAME}` rows are skipped: {e}");
             }
             built
         })
@@ -180,7 +181,7 @@ fn build() -> Result<PathBuf, String> {
     }
     if !exe.is_file() {
         progress::clear();
-        eprintln!(
+        errln!(
             "note: building the `{NAME}` helper (tokio with --cfg tokio_unstable) in {}",
             target.display()
         );
@@ -188,7 +189,7 @@ fn build() -> Result<PathBuf, String> {
     match cmd.output() {
         Err(e) if exe.is_file() => {
             progress::clear();
-            eprintln!(
+            errln!(
                 "note: cannot run {} ({e}); using the helper built before",
                 Path::new(&cargo).display()
             );
