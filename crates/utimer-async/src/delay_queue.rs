@@ -518,8 +518,11 @@ impl<T> DelayQueue<T> {
     }
 }
 
-/// `now + d`, or about 30 years from now if that overflows.
+/// `now + d`, or about 30 years from now if that overflows; the default
+/// runtime, which the queue's timer uses, started first (so the deadline
+/// is not late by its start).
 fn deadline_after(d: Duration) -> Instant {
+    crate::handle::start_global();
     let now = Instant::now();
     now.checked_add(d)
         .or_else(|| now.checked_add(FAR_FUTURE))

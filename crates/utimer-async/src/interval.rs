@@ -17,7 +17,9 @@ use std::time::Duration;
 /// If `period` is zero.
 #[track_caller]
 pub fn interval(period: Duration) -> Interval {
-    Interval::new(Handle::global(), Instant::now(), period)
+    // The runtime starts before the first tick's instant is read.
+    let handle = Handle::global_started();
+    Interval::new(handle, Instant::now(), period)
 }
 
 /// An [`Interval`] whose first tick is at `start`, then every `period`:

@@ -63,8 +63,9 @@
 //! The free functions use the process-wide default, [`Handle::global`]: a
 //! utimer [`Runtime`](utimer::Runtime) with one worker thread pinned to
 //! each CPU the process may run on ([`Handle::init_global`] sets another
-//! one up), started by the first timer that needs it and kept until the
-//! process exits. A timer is queued on the worker of the CPU its task runs
+//! one up), started by the first timer that needs it, before that timer
+//! reads its deadline (so the first sleep of a process is not late by the
+//! start), and kept until the process exits. A timer is queued on the worker of the CPU its task runs
 //! on when it is first polled, as the kernel queues on the local CPU: the
 //! threads of a multi-thread executor arm and cancel on bases of their
 //! own. A [`Handle`] of your own system

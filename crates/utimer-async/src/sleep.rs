@@ -16,7 +16,9 @@ use utimer::{ClockId, HrSleeper};
 ///
 /// A `duration` beyond `Instant`'s range sleeps about 30 years.
 pub fn sleep(duration: Duration) -> Sleep {
-    Sleep::new(Handle::global(), deadline_after(duration))
+    // The runtime starts before the deadline is read, not after.
+    let handle = Handle::global_started();
+    Sleep::new(handle, deadline_after(duration))
 }
 
 /// Waits until `deadline`, never less: `tokio::time::sleep_until`, the
