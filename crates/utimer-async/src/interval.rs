@@ -130,7 +130,9 @@ impl Interval {
         } else {
             add_or_far(due, self.period)
         };
-        self.delay.as_mut().reset(next);
+        // As tokio's: the next tick's timer is armed by the next poll (a
+        // task that does not poll again is not woken for it).
+        self.delay.as_mut().reset_without_reregister(next);
         Poll::Ready(due)
     }
 
