@@ -1,5 +1,7 @@
 //! The test clock: [`pause`], [`resume`] and [`advance`], as
-//! `tokio::time`'s, with auto-advance.
+//! `tokio::time`'s, with auto-advance. (Under a tokio runtime whose own
+//! clock is paused, the futures follow that clock instead: see
+//! `tokio_clock`.)
 //!
 //! # Ground rules
 //!
@@ -9,6 +11,15 @@
 //!   reads the paused clock; every other thread, and so every other
 //!   runtime in the process, keeps real time. tokio ties the pause to its
 //!   runtime the same way, and refuses to pause a multi-thread runtime.
+//! * **A pause ends with what made it**: the clock *ends* when its owner
+//!   thread exits (libtest gives each test a thread), and, with the
+//!   `tokio` feature, when the tokio runtime it was paused in shuts down:
+//!   [`pause`] spawns a task on that runtime that holds the clock and ends
+//!   it when the runtime drops it. An ended clock runs again, its keeper
+//!   exits, its virtual timers are woken (to move to real timers), and the
+//!   owner thread lets go of it at its next clock call ([`current`]), so
+//!   that it reads real time, and a later [`pause`] starts a fresh clock,
+//!   as a new tokio runtime does.
 //! * **Paused timers are virtual.** A [`Sleep`](crate::Sleep),
 //!   [`Timeout`](crate::Timeout) or [`Interval`](crate::Interval) polled
 //!   on a paused thread queues no utimer timer: it puts its deadline and
@@ -44,7 +55,9 @@
 //! `TestClock::state` (a `Mutex`) is the only lock. The owner thread
 //! takes it to read the clock and to add, move and remove virtual
 //! timers; the keeper takes it to advance. Wakers are always woken
-//! after it is released. [`EVER_PAUSED`] is a one-way flag (Relaxed: only
+//! after it is released. `TestClock::ended` is set under it and read
+//! without it (a one-way flag: a reader that misses it sees it at its next
+//! call). [`EVER_PAUSED`] is a one-way flag (Relaxed: only
 //! the thread that set it needs to see it, and it does, in program
 //! order) that keeps threads that never paused from touching their
 //! thread-local.
@@ -55,10 +68,9 @@
 //!   first millisecond tick at or after their deadline. This one fires at
 //!   the deadline itself, so after `sleep(1.5 ms)` the clock has moved
 //!   1.5 ms, where tokio's moved 2 ms.
-//! * `tokio::time::pause()` and `#[tokio::test(start_paused = true)]`
-//!   pause tokio's clock, which this crate cannot see: call
-//!   [`pause`] (this crate's) at the start of the test instead. Its
-//!   futures then follow the paused clock; tokio's own timers do not.
+//! * tokio's own timers do not follow this clock (the crate's futures
+//!   follow tokio's: see `tokio_clock`; with `test-util`, [`pause`] in a
+//!   tokio runtime is tokio's).
 //! * A task blocked on a `std::sync::Mutex` (a `futex` wait) looks parked
 //!   to the keeper.
 
@@ -79,28 +91,32 @@ thread_local! {
     static CLOCK: RefCell<Option<Owner>> = const { RefCell::new(None) };
 }
 
-/// The thread-local's hold on a clock: tells the keeper when the owner
-/// thread exits.
+/// The thread-local's hold on a clock: ends it when the owner thread
+/// exits.
 struct Owner(Arc<TestClock>);
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        let mut st = self.0.lock();
-        st.owner_gone = true;
-        let wake = st.timers.take_all();
-        drop(st);
-        self.0.cv.notify_all();
-        wake_all(wake);
+        self.0.end();
     }
 }
 
 /// A thread's test clock.
 pub(crate) struct TestClock {
     state: Mutex<State>,
-    /// Signals the keeper: a timer was added, or the owner left.
+    /// Signals the keeper: a timer was added, or the clock ended.
     cv: Condvar,
     /// The owner thread's kernel ID (`gettid`), for the keeper's readings.
     owner_tid: libc::pid_t,
+    /// Set once the clock ended (its owner thread exited, or the tokio
+    /// runtime it was paused in shut down): the owner thread then lets go
+    /// of it, and reads real time until it pauses a fresh one. Read
+    /// without the lock by every [`current`].
+    ended: AtomicBool,
+    /// Whether a tokio runtime's shutdown will end it (one guard task is
+    /// enough).
+    #[cfg(feature = "tokio")]
+    tied_to_runtime: AtomicBool,
 }
 
 /// Everything under the clock's lock.
@@ -116,6 +132,7 @@ struct State {
     /// only if it did not change while the keeper watched the owner.
     activity: u64,
     keeper_started: bool,
+    /// The clock ended ([`TestClock::ended`]): the keeper exits.
     owner_gone: bool,
 }
 
@@ -181,6 +198,26 @@ impl TestClock {
         self.touch().unfrozen.is_none()
     }
 
+    /// Ends the clock: it runs again (from its reading, as after
+    /// [`resume`]), its keeper exits, the futures waiting on it are woken
+    /// (to move to real timers), and its owner thread lets go of it at its
+    /// next clock call. Called when the owner thread exits, and when the
+    /// tokio runtime in which it was paused shuts down: a pause lasts as
+    /// long as the runtime (or, for a test on its own thread, the test)
+    /// that made it, as tokio's.
+    fn end(&self) {
+        let mut st = self.lock();
+        if st.unfrozen.is_none() {
+            st.unfrozen = Some(StdInstant::now());
+        }
+        st.owner_gone = true;
+        let wake = st.timers.take_all();
+        self.ended.store(true, Relaxed);
+        drop(st);
+        self.cv.notify_all();
+        wake_all(wake);
+    }
+
     /// Moves a paused clock to `to` (if later) and fires what is due.
     fn advance_to(&self, mut st: MutexGuard<'_, State>, to: StdInstant) {
         if to > st.base {
@@ -193,13 +230,23 @@ impl TestClock {
     }
 }
 
-/// The calling thread's clock, if it ever paused.
+/// The calling thread's clock, if it ever paused and that clock has not
+/// ended (an ended one is let go of here).
 fn current() -> Option<Arc<TestClock>> {
     if !EVER_PAUSED.load(Relaxed) {
         return None;
     }
     CLOCK
-        .try_with(|c| c.borrow().as_ref().map(|o| o.0.clone()))
+        .try_with(|c| {
+            let clock = c.borrow().as_ref().map(|o| o.0.clone())?;
+            if clock.ended.load(Relaxed) {
+                // Dropping the `Owner` ends it again: nothing to do twice.
+                let owner = c.borrow_mut().take();
+                drop(owner);
+                return None;
+            }
+            Some(clock)
+        })
         .ok()
         .flatten()
 }
@@ -217,13 +264,26 @@ pub(crate) fn paused() -> Option<Arc<TestClock>> {
     current().filter(|c| c.is_paused())
 }
 
-/// The clock's reading ([`Instant::now`](crate::Instant::now)).
+/// The clock's reading ([`Instant::now`](crate::Instant::now)): the
+/// calling thread's own clock if it has one, else tokio's (which is the
+/// real clock unless the calling thread's tokio runtime paused it: see
+/// `tokio_clock`), else the real clock.
 #[inline]
 pub(crate) fn now() -> StdInstant {
     match current() {
-        None => StdInstant::now(),
+        None => base_now(),
         Some(c) => c.touch().now(),
     }
+}
+
+/// The clock under the crate's own: tokio's, where tokio's can pause.
+#[inline]
+fn base_now() -> StdInstant {
+    #[cfg(feature = "tokio")]
+    if crate::tokio_clock::CAN_PAUSE {
+        return crate::tokio_clock::now();
+    }
+    StdInstant::now()
 }
 
 /// The real instant at which the calling thread's running clock reads
@@ -379,6 +439,15 @@ impl Drop for VirtualTimer {
 /// in a test, from inside the runtime's thread (`#[tokio::test]`'s body,
 /// `futures::executor::block_on`'s future).
 ///
+/// Under tokio there is usually nothing to call: the crate's futures
+/// follow tokio's own paused clock (`#[tokio::test(start_paused = true)]`,
+/// `Builder::start_paused(true)`, `tokio::time::pause()`), with the
+/// `tokio` feature. With the `test-util` feature, this function called
+/// inside a tokio runtime *is* `tokio::time::pause()` (tokio's rules and
+/// panics), and [`resume`] and [`advance`] are tokio's there too. What
+/// follows is this crate's own clock: under any other executor, and
+/// under tokio without `test-util`.
+///
 /// The rules, tokio's unless said otherwise:
 ///
 /// * **The pause belongs to the calling thread**, which is the runtime's
@@ -386,6 +455,13 @@ impl Drop for VirtualTimer {
 ///   thread, and so every other runtime, keeps real time. (tokio refuses
 ///   to pause a multi-thread runtime; here each thread has its own clock.)
 ///   A `std::time::Instant` keeps real time everywhere.
+/// * **The pause ends with the test or the runtime that made it**: when
+///   the thread exits (libtest runs each test on a thread of its own), and,
+///   with the `tokio` feature, when the tokio runtime it was made in shuts
+///   down (a task of the runtime holds it; `num_alive_tasks` counts it).
+///   The thread then reads real time, and a later [`pause`] starts a fresh
+///   paused clock, as a new tokio runtime does. Two `block_on`s one after
+///   the other on one thread share the pause.
 /// * **Paused timers fire exactly at their deadline** when the clock
 ///   reaches it, all those at or before a new reading in one step; a
 ///   timeout's future is polled first, so a timer due exactly at a
@@ -403,14 +479,23 @@ impl Drop for VirtualTimer {
 ///   task woken by another thread just as the clock moves can see the
 ///   clock already moved. A task blocked on a `std::sync::Mutex` looks
 ///   parked.
-/// * tokio's `start_paused = true` and `tokio::time::pause()` pause tokio's
-///   clock, not this one: call this function instead.
 ///
 /// # Panics
 /// If the calling thread's clock is already paused ("time is already
-/// frozen", as tokio).
+/// frozen", as tokio); with `test-util`, inside a tokio runtime, where
+/// `tokio::time::pause()` panics (its clock is paused already, or the
+/// runtime is a multi-thread one).
 #[track_caller]
 pub fn pause() {
+    #[cfg(feature = "test-util")]
+    if paused().is_none() && crate::tokio_clock::forward::in_runtime() {
+        crate::tokio_clock::forward::pause();
+        return;
+    }
+    #[cfg(all(feature = "tokio", not(feature = "test-util")))]
+    if paused().is_none() && crate::tokio_clock::clock_is_virtual() {
+        panic!("time is already frozen: {TOKIO_PAUSED}");
+    }
     let clock = CLOCK.with(|c| {
         let mut c = c.borrow_mut();
         let owner = c.get_or_insert_with(|| {
@@ -429,6 +514,9 @@ pub fn pause() {
                 }),
                 cv: Condvar::new(),
                 owner_tid: keeper::gettid(),
+                ended: AtomicBool::new(false),
+                #[cfg(feature = "tokio")]
+                tied_to_runtime: AtomicBool::new(false),
             }))
         });
         owner.0.clone()
@@ -440,13 +528,23 @@ pub fn pause() {
     }
     st.base = st.now();
     st.unfrozen = None;
+    drop(st);
     EVER_PAUSED.store(true, Relaxed);
+    #[cfg(feature = "tokio")]
+    if !clock.tied_to_runtime.load(Relaxed) {
+        let c = clock.clone();
+        if crate::tokio_clock::on_runtime_end(move || c.end()) {
+            clock.tied_to_runtime.store(true, Relaxed);
+        }
+    }
 }
 
 /// Lets the calling thread's paused clock run again (`tokio::time::resume`):
 /// [`Instant::now`](crate::Instant::now) is the paused reading plus the
 /// real time since this call, and the futures waiting on the paused clock
-/// wait for their deadlines in real time from here.
+/// wait for their deadlines in real time from here. With the `test-util`
+/// feature, inside a tokio runtime whose clock this crate did not pause,
+/// it is `tokio::time::resume()`.
 ///
 /// # Panics
 /// If the calling thread's clock is not paused ("time is not frozen", as
@@ -454,6 +552,15 @@ pub fn pause() {
 #[track_caller]
 pub fn resume() {
     let Some(clock) = paused() else {
+        #[cfg(feature = "test-util")]
+        if crate::tokio_clock::forward::in_runtime() {
+            crate::tokio_clock::forward::resume();
+            return;
+        }
+        #[cfg(all(feature = "tokio", not(feature = "test-util")))]
+        if crate::tokio_clock::clock_is_virtual() {
+            panic!("time is not frozen: {TOKIO_PAUSED}");
+        }
         panic!("time is not frozen");
     };
     let mut st = clock.touch();
@@ -469,13 +576,24 @@ pub fn resume() {
 /// new reading is woken, all "at the same time"; they complete when their
 /// tasks next run, which the yield lets happen before this returns on a
 /// single-threaded executor. To have timers fire in order, one after the
-/// other, `sleep` instead and let the clock auto-advance.
+/// other, `sleep` instead and let the clock auto-advance. With the
+/// `test-util` feature, inside a tokio runtime whose clock this crate did
+/// not pause, it is `tokio::time::advance`.
 ///
 /// # Panics
 /// When first polled: if the calling thread's clock is not paused ("time
 /// is not frozen"), or if the new reading overflows `Instant` (as tokio).
 pub async fn advance(duration: Duration) {
     let Some(clock) = paused() else {
+        #[cfg(feature = "test-util")]
+        if crate::tokio_clock::forward::in_runtime() {
+            crate::tokio_clock::forward::advance(duration).await;
+            return;
+        }
+        #[cfg(all(feature = "tokio", not(feature = "test-util")))]
+        if crate::tokio_clock::clock_is_virtual() {
+            panic!("time is not frozen: {TOKIO_PAUSED}");
+        }
         panic!("time is not frozen");
     };
     {
@@ -489,6 +607,14 @@ pub async fn advance(duration: Duration) {
     drop(clock);
     yield_once().await;
 }
+
+/// What the panics of [`pause`], [`resume`] and [`advance`] add where
+/// tokio's clock is paused and this crate's is not, without `test-util`.
+#[cfg(all(feature = "tokio", not(feature = "test-util")))]
+const TOKIO_PAUSED: &str = "this tokio runtime's clock is paused, and utimer-async's \
+    futures follow it, but utimer_async::{pause, resume, advance} cannot move it \
+    without utimer-async's `test-util` feature (which makes them tokio's inside a \
+    runtime): turn it on in dev-dependencies, or call tokio::time's";
 
 /// Pending once (after waking its own task), then ready: lets the tasks
 /// that an advance woke run first (tokio's `advance` ends with

@@ -266,7 +266,10 @@ impl<T> DelayQueue<T> {
             .timer
             .as_ref()
             .is_some_and(|t| t.deadline() >= head && t.is_elapsed());
-        if !fired && Instant::now() < head {
+        // Under a paused tokio clock the queue follows tokio-util's: a value
+        // comes out when the timer fires (at tokio's millisecond tick at or
+        // after its deadline), not when the clock reads its deadline.
+        if !fired && (Instant::now() < head || follows_tokio()) {
             let t = self
                 .timer
                 .get_or_insert_with(|| Box::pin(sleep_until(head)));
@@ -518,12 +521,27 @@ impl<T> DelayQueue<T> {
     }
 }
 
-/// `now + d`, or about 30 years from now if that overflows.
+/// `now + d`, or about 30 years from now if that overflows; the default
+/// runtime, which the queue's timer uses, started first (so the deadline
+/// is not late by its start).
 fn deadline_after(d: Duration) -> Instant {
+    crate::handle::start_global();
     let now = Instant::now();
     now.checked_add(d)
         .or_else(|| now.checked_add(FAR_FUTURE))
         .unwrap_or(now)
+}
+
+/// Whether the calling thread's tokio runtime has a paused (or resumed,
+/// offset) clock, which the queue's timer then waits on: a constant false
+/// unless tokio was built with `test-util`.
+#[inline]
+fn follows_tokio() -> bool {
+    #[cfg(feature = "tokio")]
+    if crate::tokio_clock::CAN_PAUSE {
+        return crate::clock::paused().is_none() && crate::tokio_clock::clock_is_virtual();
+    }
+    false
 }
 
 impl<T> Default for DelayQueue<T> {

@@ -22,7 +22,25 @@ static GLOBAL: OnceLock<Global> = OnceLock::new();
 /// [`Handle::init_global`] was given, until then.
 static CONFIG: Mutex<(bool, Option<utimer::Builder>)> = Mutex::new((false, None));
 
+/// Starts the default runtime if it has not started.
+#[inline]
+pub(crate) fn start_global() {
+    global();
+}
+
+/// The default runtime, started if it has not: a load and a branch, the
+/// start out of line.
+#[inline]
 fn global() -> &'static Global {
+    match GLOBAL.get() {
+        Some(g) => g,
+        None => start(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn start() -> &'static Global {
     GLOBAL.get_or_init(|| {
         let builder = {
             let mut config = CONFIG.lock().unwrap_or_else(|e| e.into_inner());
@@ -102,15 +120,16 @@ enum Inner {
 /// [`interval`](crate::interval), …) use the process-wide default,
 /// [`Handle::global`]: a utimer [`Runtime`] with one worker thread pinned to
 /// each CPU the process may run on (or as [`Handle::init_global`] set it),
-/// started lazily by the first future polled, that lives until the process
-/// exits. A future queues its timer on the worker of the CPU its task runs
-/// on when it is first polled, as the kernel queues timers on the local
-/// CPU: the threads of a multi-thread executor arm and cancel on bases of
-/// their own, without sharing a lock. A `Handle` made from your own system
-/// ([`Handle::new`], [`Handle::from_runtime`]) makes the same futures on
-/// that system instead, through its methods (`handle.sleep(..)`): its timers
-/// fire only while something runs that system's workers (a [`Runtime`], or
-/// your own threads through [`utimer::Worker`]). Cloning is cheap.
+/// started lazily by the first future made (before it reads its deadline),
+/// that lives until the process exits. A future queues its timer on the
+/// worker of the CPU its task runs on when it is first polled, as the
+/// kernel queues timers on the local CPU: the threads of a multi-thread
+/// executor arm and cancel on bases of their own, without sharing a lock.
+/// A `Handle` made from your own system ([`Handle::new`],
+/// [`Handle::from_runtime`]) makes the same futures on that system
+/// instead, through its methods (`handle.sleep(..)`): its timers fire only
+/// while something runs that system's workers (a [`Runtime`], or your own
+/// threads through [`utimer::Worker`]). Cloning is cheap.
 #[derive(Clone)]
 pub struct Handle {
     inner: Inner,
@@ -152,8 +171,9 @@ impl Handle {
     ///
     /// # Errors
     /// [`AlreadyStarted`] if the default runtime has started (a future of
-    /// the free functions was polled, or [`Handle::global`]'s system
-    /// asked for); `builder` is dropped.
+    /// the free functions, or of [`Handle::global`]'s methods, was made:
+    /// the runtime starts before the first deadline is read; or
+    /// [`Handle::global`]'s system was asked for); `builder` is dropped.
     pub fn init_global(builder: utimer::Builder) -> Result<(), AlreadyStarted> {
         let mut config = CONFIG.lock().unwrap_or_else(|e| e.into_inner());
         if config.0 {
@@ -161,6 +181,26 @@ impl Handle {
         }
         config.1 = Some(builder);
         Ok(())
+    }
+
+    /// [`Handle::global`], its runtime started: a deadline read after this
+    /// is not late by the start (threads spawned: up to milliseconds), as
+    /// it would be if the first timer of the process read its deadline
+    /// first and started the runtime after.
+    #[inline]
+    pub(crate) fn global_started() -> Handle {
+        start_global();
+        Handle::global()
+    }
+
+    /// Starts the handle's system, if it is the default one and has not
+    /// started: before a deadline is read (see
+    /// [`global_started`](Self::global_started)).
+    #[inline]
+    fn start(&self) {
+        if let Inner::Global = self.inner {
+            start_global();
+        }
     }
 
     fn parts(&self) -> (&TimerSystem, Anchor) {
@@ -203,6 +243,7 @@ impl Handle {
 
     /// A [`Sleep`] on this handle's system: [`sleep`](crate::sleep).
     pub fn sleep(&self, duration: Duration) -> Sleep {
+        self.start();
         Sleep::new(self.clone(), deadline_after(duration))
     }
 
@@ -213,6 +254,7 @@ impl Handle {
 
     /// A [`Timeout`] on this handle's system: [`timeout`](crate::timeout).
     pub fn timeout<F: IntoFuture>(&self, duration: Duration, future: F) -> Timeout<F::IntoFuture> {
+        self.start();
         Timeout::new(self.clone(), deadline_after(duration), future.into_future())
     }
 
@@ -231,6 +273,7 @@ impl Handle {
     /// If `period` is zero.
     #[track_caller]
     pub fn interval(&self, period: Duration) -> Interval {
+        self.start();
         Interval::new(self.clone(), Instant::now(), period)
     }
 

@@ -14,8 +14,11 @@ use std::time::Duration;
 /// `tokio::time::Instant` too). [`Instant::now`] is the real clock, unless
 /// the calling thread's clock is paused ([`pause`](crate::pause)): then it
 /// is the paused clock's reading, which only [`advance`](crate::advance)
-/// and auto-advance move, as tokio's paused clock. A `std::time::Instant`
-/// read while the clock is paused still reads real time.
+/// and auto-advance move, as tokio's paused clock. With the `tokio`
+/// feature, inside a tokio runtime whose clock is paused, it is
+/// `tokio::time::Instant::now()`, that clock's reading. A
+/// `std::time::Instant` read while the clock is paused still reads real
+/// time.
 ///
 /// As tokio's, the differences saturate at zero: `a - b`,
 /// [`duration_since`](Instant::duration_since) and
@@ -27,8 +30,10 @@ pub struct Instant {
 
 impl Instant {
     /// The current reading of the clock (`tokio::time::Instant::now`): the
-    /// paused clock's, if the calling thread paused it, else the real
-    /// monotonic clock's.
+    /// paused clock's, if the calling thread paused it; with the `tokio`
+    /// feature, tokio's (`tokio::time::Instant::now()`, the paused clock's
+    /// inside a runtime whose clock is paused); else the real monotonic
+    /// clock's.
     #[inline]
     pub fn now() -> Instant {
         Instant {

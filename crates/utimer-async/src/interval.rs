@@ -17,7 +17,9 @@ use std::time::Duration;
 /// If `period` is zero.
 #[track_caller]
 pub fn interval(period: Duration) -> Interval {
-    Interval::new(Handle::global(), Instant::now(), period)
+    // The runtime starts before the first tick's instant is read.
+    let handle = Handle::global_started();
+    Interval::new(handle, Instant::now(), period)
 }
 
 /// An [`Interval`] whose first tick is at `start`, then every `period`:
@@ -128,7 +130,9 @@ impl Interval {
         } else {
             add_or_far(due, self.period)
         };
-        self.delay.as_mut().reset(next);
+        // As tokio's: the next tick's timer is armed by the next poll (a
+        // task that does not poll again is not woken for it).
+        self.delay.as_mut().reset_without_reregister(next);
         Poll::Ready(due)
     }
 

@@ -34,11 +34,46 @@
 //!
 //! # Testing with a paused clock
 //!
-//! As tokio's: [`pause`] freezes the clock of the calling thread (the
-//! thread of the test's runtime), [`advance`] moves it, and when the
-//! thread has nothing left to run the clock *auto-advances* to the next
-//! timer, so a test of a 30 s timeout takes microseconds, and takes them
-//! the same way every run:
+//! **Under tokio, as tokio's tests are written.** With the `tokio` feature,
+//! the futures follow tokio's own paused clock, with nothing of this crate
+//! to call: in a runtime paused by `#[tokio::test(start_paused = true)]`,
+//! `Builder::start_paused(true)` or `tokio::time::pause()`, a [`Sleep`]
+//! waits on a tokio timer for its deadline (tokio's driver then
+//! auto-advances to it and fires it as its own), so [`sleep`], [`timeout`],
+//! [`interval`] and `DelayQueue` complete at the same readings of the
+//! paused clock as tokio's, and [`Instant::now`] reads that clock. A pause
+//! ends with its runtime, as tokio's does; other runtimes and threads keep
+//! real time. Pausing a tokio clock needs tokio's `test-util` feature,
+//! which a test that pauses it has on; where it is off (release builds),
+//! checking for a paused clock compiles to nothing. With this crate's
+//! `test-util` feature (for dev-dependencies; it turns on tokio's),
+//! [`pause`], [`resume`] and [`advance`] called inside a tokio runtime are
+//! tokio's, so that code that switched `use tokio::time;` to
+//! `use utimer_async as time;` keeps calling `time::pause()` and
+//! `time::advance()` unchanged.
+//!
+//! ```
+//! # #[cfg(feature = "tokio")]
+//! # tokio::runtime::Builder::new_current_thread()
+//! #     .enable_time()
+//! #     .start_paused(true) // what #[tokio::test(start_paused = true)] does
+//! #     .build()
+//! #     .unwrap()
+//! #     .block_on(async {
+//! use utimer_async::{self as time, Duration, Instant};
+//!
+//! let start = Instant::now();
+//! let slow = std::future::pending::<()>();
+//! assert!(time::timeout(Duration::from_secs(30), slow).await.is_err()); // at once
+//! assert_eq!(start.elapsed(), Duration::from_secs(30));
+//! # });
+//! ```
+//!
+//! **Under any executor**, this crate's own test clock: [`pause`] freezes
+//! the clock of the calling thread (the thread of the test's executor),
+//! [`advance`] moves it, and when the thread has nothing left to run the
+//! clock *auto-advances* to the next timer, so a test of a 30 s timeout
+//! takes microseconds, and takes them the same way every run:
 //!
 //! ```
 //! use utimer_async::{self as time, Duration, Instant};
@@ -52,19 +87,20 @@
 //! });
 //! ```
 //!
-//! It works the same under `#[tokio::test]` (call `time::pause()` first
-//! in the body) and under any single-threaded executor; [`pause`] gives
-//! the rules and where they differ from tokio's. The one to know: tokio's
-//! `start_paused = true` and `tokio::time::pause()` pause tokio's clock,
-//! which this crate cannot see, so call this crate's [`pause`] instead.
+//! It works the same under tokio without `test-util` (call `time::pause()`
+//! first in the body; the pause ends with the runtime) and under any
+//! single-threaded executor; [`pause`] gives the rules and where they
+//! differ from tokio's (its timers fire at their exact deadline, tokio's
+//! at its next millisecond tick).
 //!
 //! # Which timer system
 //!
 //! The free functions use the process-wide default, [`Handle::global`]: a
 //! utimer [`Runtime`](utimer::Runtime) with one worker thread pinned to
 //! each CPU the process may run on ([`Handle::init_global`] sets another
-//! one up), started by the first timer that needs it and kept until the
-//! process exits. A timer is queued on the worker of the CPU its task runs
+//! one up), started by the first timer that needs it, before that timer
+//! reads its deadline (so the first sleep of a process is not late by the
+//! start), and kept until the process exits. A timer is queued on the worker of the CPU its task runs
 //! on when it is first polled, as the kernel queues on the local CPU: the
 //! threads of a multi-thread executor arm and cancel on bases of their
 //! own. A [`Handle`] of your own system
@@ -130,6 +166,8 @@ mod instant;
 mod interval;
 mod sleep;
 mod timeout;
+#[cfg(feature = "tokio")]
+mod tokio_clock;
 #[cfg(feature = "delay-queue")]
 pub use delay_queue::{DelayQueue, Expired, Key};
 mod error_impl;

@@ -16,7 +16,9 @@ use utimer::{ClockId, HrSleeper};
 ///
 /// A `duration` beyond `Instant`'s range sleeps about 30 years.
 pub fn sleep(duration: Duration) -> Sleep {
-    Sleep::new(Handle::global(), deadline_after(duration))
+    // The runtime starts before the deadline is read, not after.
+    let handle = Handle::global_started();
+    Sleep::new(handle, deadline_after(duration))
 }
 
 /// Waits until `deadline`, never less: `tokio::time::sleep_until`, the
@@ -45,6 +47,13 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 /// * Polled on a thread whose clock is [paused](crate::pause), it waits
 ///   on the paused clock instead (see the crate docs' test clock), and
 ///   completes when that clock reaches its deadline.
+/// * With the `tokio` feature, polled inside a tokio runtime whose clock is
+///   paused (`start_paused`, `tokio::time::pause()`), or was paused and
+///   resumed, it leaves its hrtimer and waits on a `tokio::time::Sleep`
+///   for the same deadline (boxed), from then on: tokio's driver
+///   auto-advances to it and fires it as its own, on tokio's millisecond
+///   ticks. Only a tokio built with `test-util` can pause; without it,
+///   the check compiles to nothing.
 /// * Like tokio's, it is `!Unpin`: pin it (`std::pin::pin!`,
 ///   `tokio::pin!`, `Box::pin`) to poll it by hand; `.await` does that.
 /// * Dropping it takes it out of its base's queue without waiting (there
@@ -57,7 +66,8 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 ///   reached, or long passed, just the same).
 /// * In a process where a thread [paused](crate::pause) its clock, each
 ///   `Sleep` also boxes its test-clock state (a deadline and its place
-///   among the paused clock's timers); no other program pays for it.
+///   among the paused clock's timers; under a paused tokio clock, the
+///   tokio timer); no other program pays for it.
 pub struct Sleep {
     timer: HrSleeper<Handle>,
     /// The test clock's state: made only in a process where a thread
@@ -74,6 +84,10 @@ struct TestState {
     deadline: StdInstant,
     /// Its place among the paused clock's timers, while it waits on one.
     paused: VirtualTimer,
+    /// The tokio timer it waits on instead of its own, once polled in a
+    /// tokio runtime whose clock is paused (see `tokio_clock`).
+    #[cfg(feature = "tokio")]
+    tokio: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Sleep {
@@ -128,6 +142,12 @@ impl Sleep {
     /// has passed, and a [reset](Sleep::reset) to a later deadline makes it
     /// pending again.
     pub fn is_elapsed(&self) -> bool {
+        #[cfg(feature = "tokio")]
+        if crate::tokio_clock::CAN_PAUSE {
+            if let Some(s) = self.test.as_ref().and_then(|t| t.tokio.as_ref()) {
+                return s.is_elapsed();
+            }
+        }
         self.timer.is_expired() || self.test.as_ref().is_some_and(|t| t.paused.fired())
     }
 
@@ -145,8 +165,35 @@ impl Sleep {
     /// # Panics
     /// If the timer system refuses timers (it has shut down).
     pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
+        self.reset_inner(deadline, true);
+    }
+
+    /// [`reset`](Self::reset), except that a sleep waiting on tokio's
+    /// timer leaves it, to wait on a new one from its next poll: what
+    /// tokio's `Interval` does after a tick (`reset_without_reregister`),
+    /// so that the task is not woken for the next tick unless it polls.
+    pub(crate) fn reset_without_reregister(self: Pin<&mut Self>, deadline: Instant) {
+        self.reset_inner(deadline, false);
+    }
+
+    fn reset_inner(self: Pin<&mut Self>, deadline: Instant, _reregister: bool) {
         let deadline = deadline.into_std();
         let (t, test) = self.fields();
+        #[cfg(feature = "tokio")]
+        if crate::tokio_clock::CAN_PAUSE {
+            if let Some(state) = test.as_mut().filter(|s| s.tokio.is_some()) {
+                state.deadline = deadline;
+                if _reregister {
+                    // It waits on tokio's timer: tokio's reset.
+                    if let Some(s) = &mut state.tokio {
+                        s.as_mut().reset(deadline.into());
+                    }
+                    return;
+                }
+                // Its next poll makes a tokio timer, or queues its own.
+                state.tokio = None;
+            }
+        }
         let at = if clock::ever_paused() {
             let state = test.get_or_insert_with(|| TestState::boxed(deadline));
             state.deadline = deadline;
@@ -183,6 +230,8 @@ impl TestState {
         Box::new(TestState {
             deadline,
             paused: VirtualTimer::default(),
+            #[cfg(feature = "tokio")]
+            tokio: None,
         })
     }
 }
@@ -193,6 +242,20 @@ impl Future for Sleep {
     /// # Panics
     /// If the timer system refuses timers (it has shut down).
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // A constant: false unless tokio was built with `test-util`.
+        #[cfg(feature = "tokio")]
+        if crate::tokio_clock::CAN_PAUSE {
+            return self.poll_under_tokio(cx);
+        }
+        self.poll_own(cx)
+    }
+}
+
+impl Sleep {
+    /// A poll on the crate's own clock: the real one, or the calling
+    /// thread's paused one.
+    #[inline]
+    fn poll_own(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         // In a process where no clock was ever paused: one relaxed load.
         let deadline = if clock::ever_paused() {
             if let Some(clock) = clock::paused() {
@@ -258,6 +321,47 @@ fn passed(handle: &Handle, at: u64) -> bool {
 }
 
 impl Sleep {
+    /// A poll where tokio's clock can be paused (tokio built with
+    /// `test-util`): on tokio's timer if it waits on one already, or if the
+    /// calling thread's runtime has a paused (or resumed, offset) clock;
+    /// else on its own. The thread's own paused clock comes first.
+    #[cfg(feature = "tokio")]
+    #[inline(never)]
+    fn poll_under_tokio(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        use crate::tokio_clock;
+        if clock::paused().is_some() {
+            return self.poll_own(cx);
+        }
+        let delegated = self.test.as_ref().is_some_and(|t| t.tokio.is_some());
+        if delegated || tokio_clock::clock_is_virtual() {
+            return self.poll_tokio(cx);
+        }
+        self.poll_own(cx)
+    }
+
+    /// A poll on tokio's timer: the sleep leaves its own, and waits on a
+    /// `tokio::time::Sleep` for its deadline from now on.
+    #[cfg(feature = "tokio")]
+    #[cold]
+    fn poll_tokio(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let deadline = self.clock_deadline();
+        let (mut t, test) = self.fields();
+        if t.is_queued() {
+            t.as_mut().cancel();
+        }
+        let state = test.get_or_insert_with(|| TestState::boxed(deadline));
+        drop(state.paused.release());
+        let at = state.deadline;
+        let s = state
+            .tokio
+            .get_or_insert_with(|| crate::tokio_clock::sleep_until(at));
+        let r = s.as_mut().poll(cx);
+        if r.is_ready() {
+            t.complete();
+        }
+        r
+    }
+
     /// A poll on the calling thread's paused clock: the sleep leaves its
     /// real timer, if it had one queued, and waits among the clock's
     /// timers.

@@ -13,11 +13,9 @@ use std::time::Duration;
 /// hrtimer (see [`Timeout`]). The future is polled first, so one that is
 /// ready passes through even past the deadline.
 pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
-    Timeout::new(
-        Handle::global(),
-        deadline_after(duration),
-        future.into_future(),
-    )
+    // The runtime starts before the deadline is read, not after.
+    let handle = Handle::global_started();
+    Timeout::new(handle, deadline_after(duration), future.into_future())
 }
 
 /// Requires `future` to complete before `deadline`:

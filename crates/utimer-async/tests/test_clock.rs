@@ -4,6 +4,10 @@
 //!
 //! Every test runs on a thread of its own (libtest's, or one it spawns):
 //! a paused clock belongs to its thread.
+//!
+//! Without the `test-util` feature: with it, `pause()` inside a tokio
+//! runtime pauses tokio's clock, with tokio's rules (`tokio_paused.rs`).
+#![cfg(not(feature = "test-util"))]
 
 use std::future::{pending, Future};
 use std::pin::{pin, Pin};
