@@ -215,7 +215,7 @@ impl PosixTimers<'_> {
     /// [`TimerError::NoSuchTimer`].
     pub fn timer_gettime(&self, id: TimerId) -> Result<ItimerSpec, TimerError> {
         let spec = self.with_posix(id, |t| t.gettime())?;
-        if self.sys.is_shut_down() {
+        if !spec.value.is_zero() && self.sys.is_shut_down() {
             return Ok(ItimerSpec::default());
         }
         Ok(spec)
