@@ -338,19 +338,28 @@ fn xorshift(state: &AtomicU64) -> u64 {
 /// `sleepy` 10, 100 ms of callbacks for each 1 ms they cover: a run lags
 /// the present by more than level 0's 63 ticks, so the re-arms forward
 /// the base), then a 30 ms job with 100 jobs queued behind it. Returns
-/// the timers, once the 30 ms job runs, and the count of queued jobs run.
-fn rearming_load(rt: &Runtime, seed: u64, sleepy: u64) -> (Vec<utimer::Timer>, Arc<AtomicU64>) {
+/// the timers, once the 30 ms job runs, the count of queued jobs run and
+/// the count of callbacks that slept.
+fn rearming_load(
+    rt: &Runtime,
+    seed: u64,
+    sleepy: u64,
+) -> (Vec<utimer::Timer>, Arc<AtomicU64>, Arc<AtomicU64>) {
     println!("seed {seed}, a 1 ms sleep in every {sleepy}th callback");
     let sys = rt.system_arc();
+    let slept = Arc::new(AtomicU64::new(0));
+    let slept_in = slept.clone();
     let (armed_tx, armed_rx) = mpsc::channel();
     rt.spawn_on(0, move || {
         let rng = Arc::new(AtomicU64::new(seed.max(1)));
         let timers: Vec<_> = (0..1000u64)
             .map(|i| {
                 let r = rng.clone();
+                let slept = slept_in.clone();
                 let t = sys.timer(move |t| {
                     if i % sleepy == 0 {
                         thread::sleep(Duration::from_millis(1));
+                        slept.fetch_add(1, SeqCst);
                     }
                     if i % 10 == 0 {
                         let _ = t.modify(Duration::from_micros(xorshift(&r) % 2_000));
@@ -377,7 +386,7 @@ fn rearming_load(rt: &Runtime, seed: u64, sleepy: u64) -> (Vec<utimer::Timer>, A
         });
     }
     busy_rx.recv_timeout(LOOSE).expect("the 30 ms job starts");
-    (timers, ran)
+    (timers, ran, slept)
 }
 
 #[test]
@@ -387,7 +396,7 @@ fn dropping_a_runtime_whose_callbacks_rearm_returns_promptly() {
     // it covered it never ended, and the worker never saw the shutdown.
     for (seed, sleepy) in (1..=6).zip([100, 10].into_iter().cycle()) {
         let rt = Runtime::new(2).unwrap();
-        let (timers, _) = rearming_load(&rt, seed, sleepy);
+        let (timers, _, _) = rearming_load(&rt, seed, sleepy);
         let (tx, rx) = mpsc::channel();
         let dropper = thread::spawn(move || {
             drop(rt);
@@ -402,14 +411,26 @@ fn dropping_a_runtime_whose_callbacks_rearm_returns_promptly() {
 
 #[test]
 fn jobs_queued_behind_rearming_callbacks_run() {
+    // One worker and two: with one, no other worker shares the load.
     for (seed, sleepy) in (1..=4).zip([100, 10].into_iter().cycle()) {
-        let rt = Runtime::new(2).unwrap();
-        let (timers, ran) = rearming_load(&rt, seed, sleepy);
+        let rt = Runtime::new(1 + (seed as usize / 3)).unwrap();
+        let (timers, ran, slept) = rearming_load(&rt, seed, sleepy);
         let give_up = Instant::now() + LOOSE;
         while ran.load(SeqCst) < 100 && Instant::now() < give_up {
             thread::sleep(Duration::from_millis(1));
         }
         assert_eq!(ran.load(SeqCst), 100, "seed {seed}: queued jobs ran");
+        // A job queued once the callbacks have taken longer than the time
+        // they cover (more than a level-0 wheel's 63 ticks of sleeping)
+        // runs too: the worker gets back to its jobs between expiry runs.
+        while slept.load(SeqCst) < 150 && Instant::now() < give_up {
+            thread::sleep(Duration::from_millis(1));
+        }
+        assert!(slept.load(SeqCst) >= 150, "seed {seed}: the callbacks ran");
+        let (tx, rx) = mpsc::channel();
+        rt.spawn_on(0, move || tx.send(()).unwrap());
+        rx.recv_timeout(LOOSE)
+            .unwrap_or_else(|_| panic!("seed {seed}: a job queued behind the callbacks ran"));
         drop(timers);
         rt.shutdown();
     }
