@@ -10,8 +10,9 @@
 # (posix.rs, the lib's posix::table tests, crossbeam-epoch included).
 # The whole standard library is rebuilt instrumented (-Zbuild-std), so its
 # locks and channels are seen too. Any report fails the run
-# (halt_on_error); ci/tsan.supp holds the known false positives, each with
-# why. Installs nightly's rust-src if missing.
+# (halt_on_error); none is suppressed today (a ci/tsan.supp, if one is
+# ever needed, would hold the known false positives, each with why, and is
+# then used). Installs nightly's rust-src if missing.
 #
 # Usage: ci/tsan.sh [ROUNDS]  (or TSAN_ROUNDS=N): how many times the
 # selected tests run; CI runs 1, by hand e.g. `ci/tsan.sh 20` for a longer

@@ -2,7 +2,7 @@
 //! `ci/loom.sh` like `tests/loom.rs`: cancel-and-wait against a running
 //! callback, a restarting callback against `cancel`, a start from another
 //! thread while the callback runs (one callback at a time), and the handle
-//! dropped while its callback runs. Under `cfg(loom)` the base mutex, the
+//! dropped while its callback runs. Under `cfg(loom)` the base spinlock, the
 //! atomics and the thread-locals are loom's, so every interleaving of the
 //! real code is explored.
 

@@ -2,7 +2,7 @@
 //! `ci/loom.sh`: the expiry run takes a sleeper's waker under the base lock,
 //! marks it fired (Release) and wakes it after the lock, while its owner
 //! drops, polls with a new waker, or restarts it. Under `cfg(loom)` the
-//! base mutex, the atomics and the node's cells (links, waker) are loom's,
+//! base spinlock, the atomics and the node's cells (links, waker) are loom's,
 //! so a node touched by the run after its owner could free it shows up as
 //! a race on those cells.
 

@@ -18,10 +18,10 @@
 //! first movable timer of the whole system if it is the last worker to go
 //! idle. Deferrable timers stay on their own base and run only on their own
 //! worker's tick: they never wake anyone and are never pulled (the kernel
-//! in 6.9 keeps them on `BASE_DEF` the same way; the seed's idea of turning
-//! them into movable timers would let a migrator run them, but then the
-//! last idle worker would have to wake for them, which is what "deferrable"
-//! promises it need not do).
+//! in 6.9 keeps them on `BASE_DEF` the same way; turning them into movable
+//! timers would let a migrator run them, but then the last idle worker
+//! would have to wake for them, which is what "deferrable" promises it
+//! need not do).
 //!
 //! # Topology
 //!

@@ -316,11 +316,11 @@ fn membarrier_ready() -> bool {
 /// Registering a process that already has several threads waits for an
 /// RCU grace period in the kernel: 12–15 ms measured here, against 1.5 µs
 /// while the process has one thread. A worker thread that registered on
-/// its first `claim` spent those milliseconds before its first look at its
-/// timers, so every timer armed in the first milliseconds of a process's
-/// first system fired that late. Now a single-threaded process registers
-/// at once (the fast case), and any other registers on a short-lived
-/// thread of its own, while the workers run.
+/// its first `claim` would spend those milliseconds before its first look
+/// at its timers, so every timer armed in the first milliseconds of a
+/// process's first system would fire that late. So a single-threaded
+/// process registers at once (the fast case), and any other registers on
+/// a short-lived thread of its own, while the workers run.
 fn prepare_bias() {
     #[cfg(not(loom))]
     membarrier::start();

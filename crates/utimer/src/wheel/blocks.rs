@@ -5,10 +5,9 @@
 //! one timer at a time: every step is a cache miss whose address is only
 //! known when the step before it has arrived, so with a million timers due
 //! the run waits on memory once per timer and no prefetch can start early.
-//! utimer's wheel did the same until issue 10, with a slab of 16-byte
-//! slots linked by index, and a run over 1M due timers spent 55–100 ns per
-//! timer, most of it waiting on two such misses (`examples/expiry.rs`
-//! under `perf`).
+//! The same chain of 16-byte slots linked by index costs a run over 1M
+//! due timers 55–100 ns per timer, most of it waiting on two such misses
+//! (`examples/expiry.rs` under `perf`).
 //!
 //! Here a bucket is a doubly linked list of **blocks**, each holding up to
 //! [`BLOCK`] entries side by side:
