@@ -178,6 +178,12 @@ pub struct Wheel<T, G: Generation = u32> {
     in_run: bool,
     /// The `now` of the run under way (of its latest `poll`).
     run_now: u64,
+    /// A forward during a run took buckets out to `NEXT` (the next run
+    /// takes them and clears it): `next_expiry` looks at this flag, not at
+    /// the list, so that the common case costs it nothing more. Left set
+    /// if those entries are removed meanwhile: the next expiry then reads
+    /// as due, and a run that finds nothing clears it.
+    next_run: bool,
     /// The first block of the run list that [`Wheel::lookahead`] last saw.
     ahead: u32,
     /// Cached earliest bucket time (`u64::MAX`: none), valid unless `recalc`.
@@ -221,6 +227,7 @@ impl<T, G: Generation> Wheel<T, G> {
             lists: Lists::new(BUCKETS + 3, capacity, RUN),
             in_run: false,
             run_now: 0,
+            next_run: false,
             ahead: blocks::NIL,
             next: u64::MAX,
             recalc: false,
@@ -339,7 +346,7 @@ impl<T, G: Generation> Wheel<T, G> {
         self.settle();
         if !self.lists.is_bucket_empty(DUE as usize)
             || !self.lists.is_bucket_empty(RUN)
-            || !self.lists.is_bucket_empty(NEXT)
+            || self.next_run
         {
             return Some(self.clk.saturating_sub(1));
         }
@@ -407,7 +414,9 @@ impl<T, G: Generation> Wheel<T, G> {
             // waits for the next run, so that this one ends.
             let upto = self.run_now.min(clk - 1);
             while self.take_due_tick(upto, RUN, f.as_deref_mut()) {}
-            while self.take_due_tick(clk - 1, NEXT, f.as_deref_mut()) {}
+            while self.take_due_tick(clk - 1, NEXT, f.as_deref_mut()) {
+                self.next_run = true;
+            }
         } else {
             while self.take_due_tick(clk - 1, RUN, f.as_deref_mut()) {}
         }
@@ -436,6 +445,7 @@ impl<T, G: Generation> Wheel<T, G> {
             self.settle();
             self.in_run = true;
             self.run_now = now;
+            self.next_run = false;
             for list in [NEXT, DUE as usize] {
                 if !self.lists.is_bucket_empty(list) {
                     if self.lists.is_bucket_empty(RUN) {
@@ -543,6 +553,7 @@ impl<T, G: Generation> Wheel<T, G> {
         self.next = u64::MAX;
         self.recalc = false;
         self.in_run = false;
+        self.next_run = false;
     }
 }
 
