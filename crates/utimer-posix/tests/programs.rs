@@ -49,6 +49,26 @@ fn compile(name: &str) -> PathBuf {
     out
 }
 
+/// Writes `source` to `<name>.c` in a fresh scratch directory and builds
+/// it with `flags`; returns the directory and the program.
+fn build_inline(name: &str, source: &str, flags: &[&str]) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("utimer-posix-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let exe = dir.join(name);
+    let ok = Command::new("cc")
+        .arg(&src)
+        .args(flags)
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "{name}.c does not compile");
+    (dir, exe)
+}
+
 /// Runs `prog` (with `preload`, if any) and checks its verdict.
 fn run(name: &str, prog: &Path, preload: Option<&Path>) {
     let mut cmd = Command::new(prog);
@@ -197,12 +217,9 @@ fn sched() {
 /// utimer's appears, and the program's own output is the same either way.
 #[test]
 fn verbose_prints_one_line_when_asked() {
-    let dir = std::env::temp_dir().join(format!("utimer-posix-verbose-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("fire.c");
     // A POSIX timer and a timerfd, each let fire once.
-    std::fs::write(
-        &src,
+    let (dir, exe) = build_inline(
+        "fire",
         "#include <signal.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <time.h>\n\
          #include <unistd.h>\n#include <sys/timerfd.h>\n\
          int main(void) {\n\
@@ -216,17 +233,8 @@ fn verbose_prints_one_line_when_asked() {
            printf(\"fired: %llu\\n\", (unsigned long long)n);\n\
            return timer_delete(t);\n\
          }\n",
-    )
-    .unwrap();
-    let exe = dir.join("fire");
-    let ok = Command::new("cc")
-        .arg(&src)
-        .args(["-lrt", "-o"])
-        .arg(&exe)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "fire.c does not compile");
+        &["-lrt"],
+    );
     let lib = library();
     // (stdout, the lines of stderr that name utimer, pid) of one run.
     let run = |preload: bool, env: &[(&str, &str)]| {
@@ -300,15 +308,12 @@ fn verbose_prints_one_line_when_asked() {
 /// starting `utimer:`) and ignored, the default taking its place.
 #[test]
 fn environment_values_are_checked() {
-    let dir = std::env::temp_dir().join(format!("utimer-posix-env-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("env.c");
     // Creates a timer (which starts the library's system, if it serves the
     // program), then prints how many utimer worker threads run, once every
     // thread but the main one has named itself (a new thread names itself
     // when it starts, after the library's call returned).
-    std::fs::write(
-        &src,
+    let (dir, exe) = build_inline(
+        "env",
         "#define _GNU_SOURCE\n#include <dirent.h>\n#include <signal.h>\n#include <stdio.h>\n\
          #include <string.h>\n#include <time.h>\n#include <unistd.h>\n\
          static int count(int *unnamed) {\n\
@@ -332,17 +337,8 @@ fn environment_values_are_checked() {
            int unnamed, n = count(&unnamed);\n\
            for (int i = 0; i < 10000 && unnamed > 1; i++) { usleep(1000); n = count(&unnamed); }\n\
            printf(\"workers %d\\n\", n); return 0; }\n",
-    )
-    .unwrap();
-    let exe = dir.join("env");
-    let ok = Command::new("cc")
-        .arg(&src)
-        .args(["-lrt", "-o"])
-        .arg(&exe)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "env.c does not compile");
+        &["-lrt"],
+    );
     let lib = library();
     let run = |vars: &[(&str, &str)]| {
         let mut cmd = Command::new(&exe);
