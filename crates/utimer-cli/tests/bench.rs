@@ -177,18 +177,22 @@ fn closed_stdout_ends_quietly() {
     }
 }
 
-#[test]
-fn closed_stdout_still_writes_the_files_asked_for() {
-    let json = scratch("closed-json").join("run.json");
-    let p = json.to_str().unwrap();
-    let args = [
+/// A quick run of one small case, its JSON written to `path`.
+fn quick_json_args(path: &str) -> [&str; 6] {
+    [
         "bench",
         "--quick",
         "--filter",
         "wheel/arm_cancel_1K",
         "--json",
-        p,
-    ];
+        path,
+    ]
+}
+
+#[test]
+fn closed_stdout_still_writes_the_files_asked_for() {
+    let json = scratch("closed-json").join("run.json");
+    let args = quick_json_args(json.to_str().unwrap());
     let out = run_with_closed_stdout(&args, Duration::from_secs(120));
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -201,15 +205,7 @@ fn closed_stdout_still_writes_the_files_asked_for() {
 #[test]
 fn json_records_the_machine_and_the_build() {
     let json = scratch("json-meta").join("run.json");
-    let p = json.to_str().unwrap();
-    let args = [
-        "bench",
-        "--quick",
-        "--filter",
-        "wheel/arm_cancel_1K",
-        "--json",
-        p,
-    ];
+    let args = quick_json_args(json.to_str().unwrap());
     let out = run(&args, Duration::from_secs(120));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let mut s = String::new();
