@@ -61,6 +61,7 @@ pub struct HrFire {
 impl HrFire {
     /// The clock reading of the expiry run, in nanoseconds of the timer's
     /// clock (the kernel's `hrtimer_cb_get_time()`).
+    #[doc(alias = "hrtimer_cb_get_time")]
     pub fn now(&self) -> u64 {
         self.now
     }
@@ -73,6 +74,7 @@ impl HrFire {
 
     /// Sets the expiry to restart at, keeping the slack (the kernel's
     /// `hrtimer_set_expires()`).
+    #[doc(alias = "hrtimer_set_expires")]
     pub fn set_expires(&mut self, ns: u64) {
         let slack = self.hard - self.soft;
         self.soft = ns;
@@ -85,6 +87,7 @@ impl HrFire {
     /// built on it do not drift: each expiry is the first one plus a whole
     /// number of intervals, whenever the callback runs. A zero interval
     /// moves nothing.
+    #[doc(alias = "hrtimer_forward_now")]
     pub fn forward(&mut self, interval: std::time::Duration) -> u64 {
         let (soft, n) = forward_expiry(self.soft, self.now, interval);
         let slack = self.hard - self.soft;

@@ -86,6 +86,7 @@ impl HrTimer {
     ///
     /// # Errors
     /// [`TimerError::Shutdown`] if the system is gone.
+    #[doc(alias = "hrtimer_start")]
     pub fn start(&self, at: u64) -> Result<(), TimerError> {
         self.start_range(at, Duration::ZERO)
     }
@@ -95,6 +96,7 @@ impl HrTimer {
     ///
     /// # Errors
     /// As [`start`](Self::start).
+    #[doc(alias = "hrtimer_start")]
     pub fn start_after(&self, d: Duration) -> Result<(), TimerError> {
         self.start_range_after(d, Duration::ZERO)
     }
@@ -105,6 +107,7 @@ impl HrTimer {
     ///
     /// # Errors
     /// As [`start`](Self::start).
+    #[doc(alias = "hrtimer_start_range_ns")]
     pub fn start_range(&self, at: u64, slack: Duration) -> Result<(), TimerError> {
         let hard = at.saturating_add(u64::try_from(slack.as_nanos()).unwrap_or(u64::MAX));
         let wake = base::start(self.table(), &self.entry, at, hard)?;
@@ -150,6 +153,7 @@ impl HrTimer {
     ///
     /// # Errors
     /// [`TimerError::Running`] while its callback runs (nothing changed).
+    #[doc(alias = "hrtimer_try_to_cancel")]
     pub fn try_cancel(&self) -> Result<bool, TimerError> {
         base::try_cancel(self.table(), &self.entry)
     }
@@ -163,6 +167,7 @@ impl HrTimer {
     /// # Errors
     /// [`TimerError::InOwnCallback`] from its own callback (nothing
     /// changed).
+    #[doc(alias = "hrtimer_cancel")]
     pub fn cancel(&self) -> Result<bool, TimerError> {
         loop {
             match self.try_cancel() {
@@ -209,12 +214,14 @@ impl HrTimer {
     }
 
     /// Queued, or its callback running: the kernel's `hrtimer_active()`.
+    #[doc(alias = "hrtimer_active")]
     pub fn is_active(&self) -> bool {
         let (base, _g) = lock_base(self.table(), &self.entry);
         self.entry.is_queued() || base.is_running(&self.entry)
     }
 
     /// Queued (waiting to fire): the kernel's `hrtimer_is_queued()`.
+    #[doc(alias = "hrtimer_is_queued")]
     pub fn is_queued(&self) -> bool {
         self.entry.is_queued()
     }
@@ -227,6 +234,7 @@ impl HrTimer {
 
     /// The soft expiry it is queued for, in ns of its clock (`None`: not
     /// queued). The kernel's `hrtimer_get_softexpires()`.
+    #[doc(alias = "hrtimer_get_softexpires")]
     pub fn expires(&self) -> Option<u64> {
         let _g = lock_base(self.table(), &self.entry);
         self.entry
@@ -236,6 +244,7 @@ impl HrTimer {
 
     /// Time left until it fires (`Some(ZERO)` when due; `None`: not
     /// queued). The kernel's `hrtimer_get_remaining()`.
+    #[doc(alias = "hrtimer_get_remaining")]
     pub fn remaining(&self) -> Option<Duration> {
         let at = self.expires()?;
         Some(Duration::from_nanos(at.saturating_sub(self.now())))

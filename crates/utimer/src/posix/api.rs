@@ -256,6 +256,7 @@ impl PosixTimers<'_> {
     ///   signal was queued, and the kernel drops such a stale signal.
     ///
     /// `None`: not a signal of this system's timers; deliver it unchanged.
+    #[doc(alias = "posixtimer_deliver_signal")]
     pub fn signal_accepted(&self, info: &mut libc::siginfo_t) -> Option<bool> {
         let signo = info.si_signo;
         let Some(q) = super::notify::utimer_signal(info) else {
@@ -325,6 +326,7 @@ impl PosixTimers<'_> {
     /// read. Call it before reading the descriptor, for a count exact to
     /// the read. Anything else (no such timer, another notification) is
     /// left alone.
+    #[doc(alias = "timerfd_read")]
     pub fn timer_fd_expire_due(&self, id: TimerId) {
         let _ = self.with_posix(id, |t| {
             t.fd_expire_due();

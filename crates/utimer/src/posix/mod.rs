@@ -203,6 +203,7 @@ impl ItimerSpec {
 ///
 /// # Errors
 /// [`TimerError::InvalidArgument`] if negative or not normalized.
+#[doc(alias = "timespec64_valid")]
 pub fn duration_from_c(ts: &libc::timespec) -> Result<Duration, TimerError> {
     if ts.tv_sec < 0 || !(0..1_000_000_000).contains(&ts.tv_nsec) {
         return Err(TimerError::InvalidArgument);

@@ -369,6 +369,7 @@ pub(crate) fn utimer_signal(info: &libc::siginfo_t) -> Option<Queued> {
 /// [`PosixTimers::signal_accepted`](crate::PosixTimers::signal_accepted);
 /// [`signalfd_update`] copies the verdict back. The kernel's
 /// `signalfd_copyinfo()` keeps those fields of an `SI_TIMER` signal.
+#[doc(alias = "signalfd_copyinfo")]
 pub fn siginfo_of_signalfd(rec: &libc::signalfd_siginfo) -> libc::siginfo_t {
     let t = TimerInfo {
         signo: rec.ssi_signo as i32,

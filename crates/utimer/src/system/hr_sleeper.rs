@@ -72,6 +72,7 @@ pub struct HrSleeper<S: SystemRef> {
 impl<S: SystemRef> HrSleeper<S> {
     /// A sleeper on `sys`'s bases of `clock`, to fire at `expires` (ns of
     /// `clock`) once started. The kernel's `hrtimer_setup_sleeper_on_stack()`.
+    #[doc(alias = "hrtimer_setup_sleeper_on_stack")]
     pub fn new(sys: S, clock: ClockId, expires: u64) -> Self {
         HrSleeper {
             node: SleeperNode::new(clock, expires),
@@ -93,6 +94,7 @@ impl<S: SystemRef> HrSleeper<S> {
     /// The expiry it was last given, ns of its clock (the kernel's
     /// `hrtimer_get_expires()`).
     #[inline]
+    #[doc(alias = "hrtimer_get_expires")]
     pub fn expires(&self) -> u64 {
         self.node.deadline()
     }
@@ -116,6 +118,7 @@ impl<S: SystemRef> HrSleeper<S> {
     ///
     /// # Errors
     /// As [`start`](Self::start), for a queued sleeper.
+    #[doc(alias = "hrtimer_set_expires")]
     pub fn set_expires(self: Pin<&mut Self>, expires: u64) -> Result<(), TimerError> {
         if self.is_queued() {
             self.start(expires, None)
@@ -144,6 +147,7 @@ impl<S: SystemRef> HrSleeper<S> {
     /// # Errors
     /// [`TimerError::Shutdown`] if the system is shut down (nothing
     /// changed).
+    #[doc(alias = "hrtimer_sleeper_start_expires")]
     pub fn start(
         self: Pin<&mut Self>,
         expires: u64,
@@ -205,6 +209,7 @@ impl<S: SystemRef> HrSleeper<S> {
     /// Takes it out of its base's queue; returns whether it was queued (a
     /// fired sleeper stays fired). Never waits. The kernel's
     /// `hrtimer_try_to_cancel()`.
+    #[doc(alias = "hrtimer_try_to_cancel")]
     pub fn cancel(self: Pin<&mut Self>) -> bool {
         sleeper::cancel(&self.sys.system().core.nohz.hr, &self.node)
     }

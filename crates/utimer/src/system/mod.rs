@@ -178,6 +178,7 @@ impl TimerSystem {
     /// The callback receives the timer itself and may re-arm, delete or
     /// drop it. On a system that has shut down the timer is made, and
     /// arming it returns [`TimerError::Shutdown`].
+    #[doc(alias = "timer_setup")]
     pub fn timer<F>(&self, callback: F) -> Timer
     where
         F: Fn(&Timer) + Send + Sync + 'static,
@@ -203,6 +204,7 @@ impl TimerSystem {
     /// [`HrFire::forward`] for a periodic timer. On a system that has shut
     /// down the timer is made, and starting it returns
     /// [`TimerError::Shutdown`].
+    #[doc(alias = "hrtimer_setup")]
     pub fn hrtimer<F>(&self, clock: ClockId, callback: F) -> HrTimer
     where
         F: Fn(&mut HrFire) -> HrRestart + Send + Sync + 'static,
@@ -294,6 +296,7 @@ impl TimerSystem {
     ///
     /// # Errors
     /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
+    #[doc(alias = "run_timer_softirq")]
     pub fn run_expired(&self, worker: usize, now: u64) -> Result<usize, TimerError> {
         self.core.bases.check_worker(worker)?;
         Ok(self.core.nohz.run_expired(&self.core.bases, worker, now).0)
@@ -313,6 +316,7 @@ impl TimerSystem {
     ///
     /// # Errors
     /// [`TimerError::NoSuchWorker`] if `worker` is out of range.
+    #[doc(alias = "get_next_timer_interrupt")]
     pub fn next_expiry(&self, worker: usize) -> Result<Option<u64>, TimerError> {
         self.core.bases.check_worker(worker)?;
         Ok(self.core.nohz.next_tick(&self.core.bases, worker))
@@ -559,6 +563,7 @@ impl TimerSystem {
     ///
     /// # Errors
     /// As [`Sleeper::sleep_until`].
+    #[doc(alias = "schedule_timeout")]
     pub fn sleep(&self, d: Duration) -> Result<(), TimerError> {
         self.sleeper().sleep(d).map(drop)
     }

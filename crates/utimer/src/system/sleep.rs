@@ -110,6 +110,7 @@ impl Sleeper {
     ///
     /// # Errors
     /// As [`sleep_until`](Self::sleep_until).
+    #[doc(alias = "nanosleep")]
     pub fn sleep(&self, d: Duration) -> Result<SleepOutcome, TimerError> {
         self.sleep_until(d)
     }

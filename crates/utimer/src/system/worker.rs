@@ -99,6 +99,7 @@ impl Worker {
 
     /// Runs every callback of this worker's timers that is due now (precise
     /// clock); returns how many ran. The kernel's `run_timer_softirq()`.
+    #[doc(alias = "run_timer_softirq")]
     pub fn run_expired(&self) -> usize {
         let bases = &self.core.bases;
         let now = bases.ticks.now_precise();
@@ -119,6 +120,7 @@ impl Worker {
     /// next tick here (never early, up to a tick late). A loop that wants
     /// them on time sleeps until [`idle_enter_until`](Self::idle_enter_until)
     /// instead.
+    #[doc(alias = "tick_nohz_idle_enter")]
     pub fn idle_enter(&self) -> Option<u64> {
         let next = self.core.nohz.idle_enter(&self.core.bases, self.index);
         next.earliest_tick(&self.core.bases.ticks)
@@ -142,6 +144,7 @@ impl Worker {
 
     /// "I am busy again": arms on this worker's bases stop waking it. The
     /// kernel's `tick_nohz_idle_exit()`.
+    #[doc(alias = "tick_nohz_idle_exit")]
     pub fn idle_exit(&self) {
         self.core.nohz.idle_exit(&self.core.bases, self.index);
     }

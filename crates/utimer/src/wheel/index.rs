@@ -102,6 +102,7 @@ pub fn clamp_expiry(expires: u64, clk: u64) -> u64 {
 /// Mirrors the kernel's `calc_wheel_index()`. An expiry before `clk` goes to
 /// the [`DUE`] list and fires at the next expiry run.
 #[inline]
+#[doc(alias = "calc_wheel_index")]
 pub fn calc_position(expires: u64, clk: u64) -> Position {
     if expires < clk {
         return Position {

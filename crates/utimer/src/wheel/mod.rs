@@ -267,6 +267,7 @@ impl<T, G: Generation> Wheel<T, G> {
     /// Where an entry expiring at `expires` would be queued now (after
     /// clamping to the wheel's range). The kernel's `calc_wheel_index()`.
     #[inline]
+    #[doc(alias = "calc_wheel_index")]
     pub fn position(&self, expires: u64) -> Position {
         calc_position(clamp_expiry(expires, self.clk), self.clk)
     }
@@ -304,6 +305,7 @@ impl<T, G: Generation> Wheel<T, G> {
     /// names no entry (any more): a stale key touches nothing. The kernel's
     /// `detach_timer()`.
     #[inline(always)]
+    #[doc(alias = "detach_timer")]
     pub fn remove(&mut self, key: Key<G>) -> Option<T> {
         debug_assert!(!self.is_ghost(key), "a ghost is removed by settling it");
         let (value, emptied) = self.lists.remove(key.slot, key.gen)?;
@@ -342,6 +344,7 @@ impl<T, G: Generation> Wheel<T, G> {
     ///
     /// The kernel's `__next_timer_interrupt()`.
     #[inline]
+    #[doc(alias = "__next_timer_interrupt")]
     pub fn next_expiry(&mut self) -> Option<u64> {
         self.settle();
         if !self.lists.is_bucket_empty(DUE as usize)
@@ -393,6 +396,7 @@ impl<T, G: Generation> Wheel<T, G> {
     /// `now`). Then the clock is `now + 1`
     /// (tick `now` counts as processed). Nothing happens if the clock is
     /// already past `now`.
+    #[doc(alias = "forward_timer_base")]
     pub fn forward(&mut self, now: u64) {
         self.forward_to(now.min(MAX_TICK) + 1, None);
     }
@@ -435,6 +439,7 @@ impl<T, G: Generation> Wheel<T, G> {
     /// kernel's `__run_timers()` loop: `collect_expired_timers()` followed
     /// by `expire_timers()`.
     #[inline]
+    #[doc(alias = "__run_timers")]
     pub fn poll(&mut self, now: u64) -> Option<T> {
         let now = now.min(MAX_TICK);
         if !self.in_run {

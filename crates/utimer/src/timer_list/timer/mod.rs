@@ -177,6 +177,7 @@ impl Timer {
     /// [`modify`](Self::modify) to re-arm), [`TimerError::Shutdown`] if its
     /// system has been dropped.
     #[inline]
+    #[doc(alias = "add_timer")]
     pub fn add(&self, expiry: impl Into<Expiry>) -> Result<(), TimerError> {
         modify::add(self.r(), self.tick(expiry), None)
     }
@@ -188,6 +189,7 @@ impl Timer {
     ///
     /// # Errors
     /// As [`add`](Self::add), plus [`TimerError::NoSuchWorker`].
+    #[doc(alias = "add_timer_on")]
     pub fn add_on(&self, worker: usize, expiry: impl Into<Expiry>) -> Result<(), TimerError> {
         self.bases().check_worker(worker)?;
         modify::add(self.r(), self.tick(expiry), Some(worker as u32))
@@ -213,6 +215,7 @@ impl Timer {
     /// # Errors
     /// [`TimerError::Shutdown`] if the timer's system has been dropped.
     #[inline]
+    #[doc(alias = "mod_timer")]
     pub fn modify(&self, expiry: impl Into<Expiry>) -> Result<bool, TimerError> {
         modify::modify::<true>(self.r(), self.tick(expiry), Mode::Modify)
     }
@@ -223,6 +226,7 @@ impl Timer {
     /// # Errors
     /// [`TimerError::Shutdown`] if the timer's system has been dropped.
     #[inline]
+    #[doc(alias = "mod_timer_pending")]
     pub fn modify_pending(&self, expiry: impl Into<Expiry>) -> Result<bool, TimerError> {
         modify::modify::<true>(self.r(), self.tick(expiry), Mode::PendingOnly)
     }
@@ -235,6 +239,7 @@ impl Timer {
     /// # Errors
     /// [`TimerError::Shutdown`] if the timer's system has been dropped.
     #[inline]
+    #[doc(alias = "timer_reduce")]
     pub fn reduce(&self, expiry: impl Into<Expiry>) -> Result<bool, TimerError> {
         modify::modify::<true>(self.r(), self.tick(expiry), Mode::Reduce)
     }
@@ -243,6 +248,8 @@ impl Timer {
     /// still be running on another thread when this returns. The kernel's
     /// `timer_delete()` (formerly `del_timer()`).
     #[inline]
+    #[doc(alias = "timer_delete")]
+    #[doc(alias = "del_timer")]
     pub fn delete(&self) -> bool {
         modify::delete(self.r())
     }
@@ -259,6 +266,7 @@ impl Timer {
     /// # Errors
     /// [`TimerError::InOwnCallback`] when called from the timer's own
     /// callback (it would wait for itself); nothing is changed then.
+    #[doc(alias = "timer_delete_sync")]
     pub fn delete_sync(&self) -> Result<bool, TimerError> {
         delete_sync::delete_sync(self.r(), Wait::Block, false)
     }
@@ -269,6 +277,7 @@ impl Timer {
     /// # Errors
     /// [`TimerError::Running`] if the callback is running on some worker
     /// (or is the caller); nothing is changed then.
+    #[doc(alias = "try_to_del_timer_sync")]
     pub fn try_delete_sync(&self) -> Result<bool, TimerError> {
         delete_sync::delete_sync(self.r(), Wait::Try, false)
     }
@@ -277,6 +286,7 @@ impl Timer {
     /// `reduce` and the rest then do nothing and report the timer as not
     /// pending. Returns whether it was pending. Does not wait for a running
     /// callback. The kernel's `timer_shutdown()`.
+    #[doc(alias = "timer_shutdown")]
     pub fn shutdown(&self) -> bool {
         delete_sync::shutdown(self.r())
     }
@@ -289,6 +299,7 @@ impl Timer {
     /// # Errors
     /// [`TimerError::InOwnCallback`] when called from the timer's own
     /// callback; nothing is changed then.
+    #[doc(alias = "timer_shutdown_sync")]
     pub fn shutdown_sync(&self) -> Result<bool, TimerError> {
         delete_sync::delete_sync(self.r(), Wait::Block, true)
     }
@@ -300,6 +311,7 @@ impl Timer {
 
     /// Whether the timer is queued. The kernel's `timer_pending()`.
     #[inline]
+    #[doc(alias = "timer_pending")]
     pub fn is_pending(&self) -> bool {
         self.r().get().state.load(Acquire).is_pending()
     }
