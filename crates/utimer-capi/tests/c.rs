@@ -1,10 +1,15 @@
 //! The C API's own tests, in C: `tests/c/*.c` compiled with the system C
 //! compiler against `include/utimer.h` and the freshly built
 //! `libutimer_capi.so` (as `libutimer.so`), under AddressSanitizer and UndefinedBehaviorSanitizer
-//! (any report fails the run), then run one by one.
+//! (any report fails the run), then run one by one. They use the C test
+//! harness `tests/c/check.h` and its convention: a passing program prints
+//! `<name>: ok` as its last line of output and exits 0.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "c/cc.rs"]
+mod cc;
 
 /// Where cargo put this crate's cdylib for the tests: beside the test
 /// binary (`target/<profile>/deps`; `cargo build` also copies it one level
@@ -33,21 +38,20 @@ fn compile_and_run(name: &str) {
         std::fs::copy(&built, libs.join(file)).expect("copy the library");
     }
     let out = std::env::temp_dir().join(format!("utimer-capi-{name}-{}", std::process::id()));
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let status = Command::new(&cc)
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
+    let harness = dir.join("tests/c");
+    let status = cc::cc(&harness)
         .args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
         .arg("-fno-omit-frame-pointer")
         .arg("-I")
         .arg(dir.join("include"))
-        .arg(dir.join("tests/c").join(format!("{name}.c")))
+        .arg(harness.join(format!("{name}.c")))
         .arg("-L")
         .arg(&libs)
         .arg(format!("-Wl,-rpath,{}", libs.display()))
-        .args(["-lutimer", "-lpthread", "-o"])
+        .args(["-lutimer", "-o"])
         .arg(&out)
         .status()
-        .unwrap_or_else(|e| panic!("running {cc}: {e}"));
+        .unwrap_or_else(|e| panic!("running the C compiler: {e}"));
     assert!(status.success(), "{name}.c does not compile");
     let run = Command::new(&out)
         .env("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=1")
@@ -58,7 +62,7 @@ fn compile_and_run(name: &str) {
     let stdout = String::from_utf8_lossy(&run.stdout);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
-        run.status.success() && stdout.contains(&format!("{name}: ok")),
+        run.status.success() && stdout.lines().last() == Some(&format!("{name}: ok")),
         "{name} failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
         run.status
     );

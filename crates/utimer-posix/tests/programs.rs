@@ -4,10 +4,17 @@
 //! checks the kernel's behaviour, and with `LD_PRELOAD` of the freshly
 //! built `libutimer_posix.so`, which must behave the same. A run under the
 //! library must also show that the library served it (`UTIMER_POSIX_CHECK`
-//! below), so that a silently ignored preload cannot pass.
+//! below), so that a silently ignored preload cannot pass. They use the
+//! C test harness the C API's tests use,
+//! `crates/utimer-capi/tests/c/check.h`, built the same way
+//! (`crates/utimer-capi/tests/c/cc.rs`): a passing program prints
+//! `<name>: ok` as its last line of output and exits 0.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "../../utimer-capi/tests/c/cc.rs"]
+mod cc;
 
 /// The cdylib cargo built for these tests (beside the test binary, or one
 /// level up).
@@ -25,26 +32,16 @@ fn library() -> PathBuf {
 }
 
 /// Compiles `tests/c/<name>.c` as a program of its own (no utimer header,
-/// no utimer library).
+/// no utimer library; the C test harness from the C API's tests).
 fn compile(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = std::env::temp_dir().join(format!("utimer-posix-{name}-{}", std::process::id()));
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let status = Command::new(&cc)
-        .args([
-            "-std=gnu11",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-O1",
-            "-g",
-            "-pthread",
-        ])
-        .arg(dir.join(format!("{name}.c")))
+    let status = cc::cc(&manifest.join("../utimer-capi/tests/c"))
+        .arg(manifest.join("tests/c").join(format!("{name}.c")))
         .args(["-lrt", "-o"])
         .arg(&out)
         .status()
-        .unwrap_or_else(|e| panic!("running {cc}: {e}"));
+        .unwrap_or_else(|e| panic!("running the C compiler: {e}"));
     assert!(status.success(), "{name}.c does not compile");
     out
 }

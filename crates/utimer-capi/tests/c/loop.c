@@ -28,31 +28,32 @@ static void on_fire(struct utimer_timer_list *t, void *arg) {
 
 static void *other_thread(void *arg) {
     (void)arg;
-    ERRNO(utimer_worker_run(worker), -1, EPERM);
-    ERRNO(utimer_worker_idle_enter(worker), -2, EPERM);
-    ERRNO(utimer_worker_unregister(worker), -1, EPERM);
+    CHECK_ERR(utimer_worker_run(worker), EPERM);
+    CHECK_ERRNO(utimer_worker_idle_enter(worker), -2, EPERM);
+    CHECK_ERR(utimer_worker_unregister(worker), EPERM);
     return NULL;
 }
 
 static void *late_arm(void *arg) {
-    sleep_ms(20);
+    sleep_ns(20 * NS_PER_MS);
     /* Arms on the idle worker's base: its wake function must run. */
     CHECK(utimer_mod_timer(arg, 0) == 0);
     return NULL;
 }
 
 int main(void) {
+    check_init("loop", 60);
     prctl(PR_SET_TIMERSLACK, 1);
     utimer_t *threaded = utimer_open(1);
     CHECK(threaded != NULL);
-    ERRNO(utimer_worker_register(threaded, 0, wake, &efd), 0, EINVAL); /* its workers are its threads */
+    CHECK_ERRNO(utimer_worker_register(threaded, 0, wake, &efd), 0, EINVAL); /* its workers are its threads */
     utimer_close(threaded);
     utimer_t *u = utimer_open_unthreaded(1);
     CHECK(u != NULL);
     efd = eventfd(0, EFD_NONBLOCK);
     CHECK(efd >= 0);
-    ERRNO(utimer_worker_register(u, 5, wake, &efd), 0, EINVAL);
-    ERRNO(utimer_worker_register(u, 0, NULL, &efd), 0, EINVAL);
+    CHECK_ERRNO(utimer_worker_register(u, 5, wake, &efd), 0, EINVAL);
+    CHECK_ERRNO(utimer_worker_register(u, 0, NULL, &efd), 0, EINVAL);
     worker = utimer_worker_register(u, 0, wake, &efd);
     CHECK(worker != NULL);
 
@@ -66,7 +67,7 @@ int main(void) {
 
     struct utimer_timer_list *t = utimer_timer_setup(u, on_fire, NULL, 0);
     CHECK(t != NULL);
-    long long armed = now_ns();
+    long long armed = mono_ns();
     CHECK(utimer_mod_timer(t, utimer_jiffies(u) + utimer_msecs_to_jiffies(u, 10)) == 0);
     int loops = 0;
     while (atomic_load(&fired) == 0 && loops++ < 1000) {
@@ -81,7 +82,7 @@ int main(void) {
         utimer_worker_idle_exit(worker);
     }
     CHECK(atomic_load(&fired) == 1);
-    CHECK(now_ns() - armed >= 9000000LL);
+    CHECK(mono_ns() - armed >= 9000000LL);
 
     /* Idle with nothing due; another thread arms a due timer: woken. */
     uint64_t drain;
@@ -94,15 +95,15 @@ int main(void) {
     CHECK(utimer_worker_idle_exit(worker) == 0);
     for (int i = 0; i < 100 && atomic_load(&fired) < 2; i++) {
         utimer_worker_run(worker);
-        sleep_ms(2);
+        sleep_ns(2 * NS_PER_MS);
     }
     CHECK(atomic_load(&fired) == 2);
 
     utimer_timer_free(t);
     CHECK(utimer_worker_unregister(worker) == 0);
-    ERRNO(utimer_worker_unregister(NULL), -1, EINVAL);
+    CHECK_ERR(utimer_worker_unregister(NULL), EINVAL);
     utimer_close(u);
     close(efd);
-    puts("loop: ok");
+    check_ok();
     return 0;
 }

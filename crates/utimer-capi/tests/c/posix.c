@@ -18,7 +18,7 @@ static sigset_t thread_mask;
 
 static void on_expiry(union sigval v) {
     pthread_sigmask(SIG_BLOCK, NULL, &thread_mask);
-    atomic_store(&thread_at, now_ns());
+    atomic_store(&thread_at, mono_ns());
     atomic_store(&thread_value, v.sival_int);
     atomic_fetch_add(&thread_calls, 1);
 }
@@ -47,28 +47,28 @@ static void bad_input(utimer_t *u) {
     struct sigevent none = {0};
     none.sigev_notify = SIGEV_NONE;
     int id = -1;
-    ERRNO(utimer_timer_create(NULL, CLOCK_MONOTONIC, &none, &id), -1, EINVAL);
-    ERRNO(utimer_timer_create(u, 12345, &none, &id), -1, EINVAL);
-    ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, &none, NULL), -1, EFAULT);
+    CHECK_ERR(utimer_timer_create(NULL, CLOCK_MONOTONIC, &none, &id), EINVAL);
+    CHECK_ERR(utimer_timer_create(u, 12345, &none, &id), EINVAL);
+    CHECK_ERR(utimer_timer_create(u, CLOCK_MONOTONIC, &none, NULL), EFAULT);
     struct sigevent bad = {0};
     bad.sigev_notify = 77;
-    ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, &bad, &id), -1, EINVAL);
+    CHECK_ERR(utimer_timer_create(u, CLOCK_MONOTONIC, &bad, &id), EINVAL);
     struct sigevent badsig = {0};
     badsig.sigev_notify = SIGEV_SIGNAL;
     badsig.sigev_signo = 1000;
-    ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, &badsig, &id), -1, EINVAL);
+    CHECK_ERR(utimer_timer_create(u, CLOCK_MONOTONIC, &badsig, &id), EINVAL);
     struct sigevent nofn = {0};
     nofn.sigev_notify = SIGEV_THREAD;
-    ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, &nofn, &id), -1, EINVAL);
+    CHECK_ERR(utimer_timer_create(u, CLOCK_MONOTONIC, &nofn, &id), EINVAL);
     /* SIGEV_THREAD_ID names a thread of this process, or EINVAL, as the
        kernel's good_sigevent(): not another process's (the parent's). */
     struct sigevent tid = {0};
     tid.sigev_notify = SIGEV_THREAD_ID;
     tid.sigev_signo = SIGUSR2;
     tid._sigev_un._tid = (pid_t)getppid();
-    ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, &tid, &id), -1, EINVAL);
+    CHECK_ERR(utimer_timer_create(u, CLOCK_MONOTONIC, &tid, &id), EINVAL);
     tid._sigev_un._tid = 0x7fffffff;
-    ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, &tid, &id), -1, EINVAL);
+    CHECK_ERR(utimer_timer_create(u, CLOCK_MONOTONIC, &tid, &id), EINVAL);
     tid._sigev_un._tid = (pid_t)syscall(SYS_gettid);
     CHECK(utimer_timer_create(u, CLOCK_MONOTONIC, &tid, &id) == 0);
     CHECK(utimer_timer_delete(u, id) == 0);
@@ -76,42 +76,42 @@ static void bad_input(utimer_t *u) {
     CHECK(utimer_timer_create(u, CLOCK_MONOTONIC, &none, &id) == 0);
     struct itimerspec s = spec(1000000, 0), out;
     s.it_value.tv_nsec = 1000000000L;
-    ERRNO(utimer_timer_settime(u, id, 0, &s, NULL), -1, EINVAL);
+    CHECK_ERR(utimer_timer_settime(u, id, 0, &s, NULL), EINVAL);
     s = spec(1000000, 0);
     s.it_value.tv_sec = -1;
-    ERRNO(utimer_timer_settime(u, id, 0, &s, NULL), -1, EINVAL);
+    CHECK_ERR(utimer_timer_settime(u, id, 0, &s, NULL), EINVAL);
     s = spec(1000000, 0);
-    ERRNO(utimer_timer_settime(u, id, 2, &s, NULL), -1, EINVAL);
-    ERRNO(utimer_timer_settime(u, id, 0, NULL, NULL), -1, EINVAL);
-    ERRNO(utimer_timer_gettime(u, id, NULL), -1, EFAULT);
+    CHECK_ERR(utimer_timer_settime(u, id, 2, &s, NULL), EINVAL);
+    CHECK_ERR(utimer_timer_settime(u, id, 0, NULL, NULL), EINVAL);
+    CHECK_ERR(utimer_timer_gettime(u, id, NULL), EFAULT);
     /* Pointers no memory can be at: EFAULT, as the kernel's access_ok(),
        not a crash; the old value is written last, as the kernel's, so the
        timer is armed all the same. */
     for (int i = 0; i < NOWHERE; i++) {
         void *bad = nowhere(i);
         int other = -1;
-        ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, bad, &other), -1, EFAULT);
-        ERRNO(utimer_timer_create(u, CLOCK_MONOTONIC, &none, bad), -1, EFAULT);
+        CHECK_ERR(utimer_timer_create(u, CLOCK_MONOTONIC, bad, &other), EFAULT);
+        CHECK_ERR(utimer_timer_create(u, CLOCK_MONOTONIC, &none, bad), EFAULT);
         CHECK(other == -1);
-        ERRNO(utimer_timer_settime(u, id, 0, bad, NULL), -1, EFAULT);
-        ERRNO(utimer_timer_settime(u, id, 0, bad, &out), -1, EFAULT);
+        CHECK_ERR(utimer_timer_settime(u, id, 0, bad, NULL), EFAULT);
+        CHECK_ERR(utimer_timer_settime(u, id, 0, bad, &out), EFAULT);
         CHECK(utimer_timer_gettime(u, id, &out) == 0 && ns_of(out.it_value) == 0);
-        ERRNO(utimer_timer_gettime(u, id, bad), -1, EFAULT);
+        CHECK_ERR(utimer_timer_gettime(u, id, bad), EFAULT);
         s = spec(5000000000L, 0);
-        ERRNO(utimer_timer_settime(u, id, 0, &s, bad), -1, EFAULT);
+        CHECK_ERR(utimer_timer_settime(u, id, 0, &s, bad), EFAULT);
         CHECK(utimer_timer_gettime(u, id, &out) == 0 && ns_of(out.it_value) > 4000000000LL);
         s = spec(0, 0);
         CHECK(utimer_timer_settime(u, id, 0, &s, NULL) == 0);
     }
     s = spec(1000000, 0);
-    ERRNO(utimer_timer_fd(u, id), -1, EINVAL);
-    ERRNO(utimer_timer_gettime(u, id + 100000, &out), -1, EINVAL);
-    ERRNO(utimer_timer_gettime(u, -1, &out), -1, EINVAL);
-    ERRNO(utimer_timer_getoverrun(NULL, id), -1, EINVAL);
+    CHECK_ERR(utimer_timer_fd(u, id), EINVAL);
+    CHECK_ERR(utimer_timer_gettime(u, id + 100000, &out), EINVAL);
+    CHECK_ERR(utimer_timer_gettime(u, -1, &out), EINVAL);
+    CHECK_ERR(utimer_timer_getoverrun(NULL, id), EINVAL);
     CHECK(utimer_timer_delete(u, id) == 0);
-    ERRNO(utimer_timer_delete(u, id), -1, EINVAL);
-    ERRNO(utimer_timer_settime(u, id, 0, &s, NULL), -1, EINVAL);
-    ERRNO(utimer_timer_gettime(u, id, &out), -1, EINVAL);
+    CHECK_ERR(utimer_timer_delete(u, id), EINVAL);
+    CHECK_ERR(utimer_timer_settime(u, id, 0, &s, NULL), EINVAL);
+    CHECK_ERR(utimer_timer_gettime(u, id, &out), EINVAL);
 }
 
 static void sigev_none(utimer_t *u) {
@@ -143,9 +143,9 @@ static void sigev_thread(utimer_t *u) {
     int id;
     CHECK(utimer_timer_create(u, CLOCK_MONOTONIC, &ev, &id) == 0);
     struct itimerspec s = spec(10000000L, 0);
-    long long armed = now_ns();
+    long long armed = mono_ns();
     CHECK(utimer_timer_settime(u, id, 0, &s, NULL) == 0);
-    for (int i = 0; i < 400 && atomic_load(&thread_calls) == 0; i++) sleep_ms(5);
+    for (int i = 0; i < 400 && atomic_load(&thread_calls) == 0; i++) sleep_ns(5 * NS_PER_MS);
     CHECK(atomic_load(&thread_calls) == 1);
     CHECK(atomic_load(&thread_value) == 4242);
     CHECK(atomic_load(&thread_at) - armed >= 10000000LL); /* never early */
@@ -154,7 +154,7 @@ static void sigev_thread(utimer_t *u) {
     int sigs[] = {SIGUSR1, SIGALRM, SIGTERM, SIGHUP, SIGRTMIN, SIGRTMAX};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         CHECK(sigismember(&thread_mask, sigs[i]) == 1);
-    sleep_ms(30);
+    sleep_ns(30 * NS_PER_MS);
     CHECK(atomic_load(&thread_calls) == 1); /* one-shot fires once */
     CHECK(utimer_timer_delete(u, id) == 0);
 }
@@ -168,7 +168,7 @@ static void on_slow(union sigval v) {
     (void)v;
     atomic_store(&slow_in, 1);
     int before = atomic_load(&fast_calls);
-    sleep_ms(300);
+    sleep_ns(300 * NS_PER_MS);
     atomic_store(&fast_during_slow, atomic_load(&fast_calls) - before);
     atomic_store(&slow_done, 1);
 }
@@ -207,7 +207,7 @@ static void sigev_thread_off_the_workers(void) {
     struct itimerspec once = spec(1000000L, 0), every = spec(10000000L, 10000000L);
     CHECK(utimer_timer_settime(u, b, 0, &every, NULL) == 0);
     CHECK(utimer_timer_settime(u, a, 0, &once, NULL) == 0);
-    for (int i = 0; i < 400 && !atomic_load(&slow_done); i++) sleep_ms(5);
+    for (int i = 0; i < 400 && !atomic_load(&slow_done); i++) sleep_ns(5 * NS_PER_MS);
     CHECK(atomic_load(&slow_done) == 1);
     /* 30 periods while the slow function sleeps; on one worker running it
        inline there were none. */
@@ -271,11 +271,11 @@ static void abstime(utimer_t *u) {
    real one raises the workers (when the process may) and is never undone
    by a lower one. */
 static void serve_realtime(utimer_t *u) {
-    ERRNO(utimer_serve_realtime(NULL, 10), -1, EINVAL);
-    ERRNO(utimer_serve_realtime(u, 500), -1, EINVAL);
-    ERRNO(utimer_serve_realtime(u, sched_get_priority_max(SCHED_FIFO) + 1), -1, EINVAL);
-    ERRNO(utimer_serve_realtime(u, 0), -1, EINVAL);
-    ERRNO(utimer_serve_realtime(u, -5), -1, EINVAL);
+    CHECK_ERR(utimer_serve_realtime(NULL, 10), EINVAL);
+    CHECK_ERR(utimer_serve_realtime(u, 500), EINVAL);
+    CHECK_ERR(utimer_serve_realtime(u, sched_get_priority_max(SCHED_FIFO) + 1), EINVAL);
+    CHECK_ERR(utimer_serve_realtime(u, 0), EINVAL);
+    CHECK_ERR(utimer_serve_realtime(u, -5), EINVAL);
     struct sched_param p = {.sched_priority = 1};
     int allowed = sched_setscheduler(0, SCHED_FIFO, &p) == 0;
     if (allowed) {
@@ -292,12 +292,12 @@ static void serve_realtime(utimer_t *u) {
 /* Worker counts: 0 is one per CPU the process may run on; above
    UTIMER_MAX_WORKERS is EINVAL at once, before any thread starts. */
 static void worker_counts(void) {
-    long long start = now_ns();
-    ERRNO(utimer_open(UTIMER_MAX_WORKERS + 1), 0, EINVAL);
-    ERRNO(utimer_open(60000), 0, EINVAL);
-    ERRNO(utimer_open(100000), 0, EINVAL);
-    ERRNO(utimer_open_unthreaded(UTIMER_MAX_WORKERS + 1), 0, EINVAL);
-    CHECK(now_ns() - start < 2000000000LL);
+    long long start = mono_ns();
+    CHECK_ERRNO(utimer_open(UTIMER_MAX_WORKERS + 1), 0, EINVAL);
+    CHECK_ERRNO(utimer_open(60000), 0, EINVAL);
+    CHECK_ERRNO(utimer_open(100000), 0, EINVAL);
+    CHECK_ERRNO(utimer_open_unthreaded(UTIMER_MAX_WORKERS + 1), 0, EINVAL);
+    CHECK(mono_ns() - start < 2000000000LL);
     cpu_set_t set;
     CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
     utimer_t *u = utimer_open_unthreaded(0);
@@ -311,6 +311,7 @@ static void worker_counts(void) {
 }
 
 int main(void) {
+    check_init("posix", 60);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGALRM);
@@ -334,6 +335,6 @@ int main(void) {
     CHECK(utimer_timer_create(u, CLOCK_MONOTONIC, &none, &id) == 0);
     utimer_close(u);
     utimer_close(NULL);
-    puts("posix: ok");
+    check_ok();
     return 0;
 }

@@ -14,7 +14,7 @@ struct box {
 
 static void on_fire(struct utimer_timer_list *t, void *arg) {
     struct box *b = arg;
-    atomic_store(&b->at, now_ns());
+    atomic_store(&b->at, mono_ns());
     if (b->free_self) {
         utimer_timer_free(t); /* legal from its own callback */
         atomic_fetch_add(&b->fired, 1);
@@ -27,21 +27,22 @@ static void on_fire(struct utimer_timer_list *t, void *arg) {
 }
 
 static void wait_fired(struct box *b, int n) {
-    for (int i = 0; i < 600 && atomic_load(&b->fired) < n; i++) sleep_ms(5);
+    for (int i = 0; i < 600 && atomic_load(&b->fired) < n; i++) sleep_ns(5 * NS_PER_MS);
     CHECK(atomic_load(&b->fired) == n);
 }
 
 int main(void) {
+    check_init("wheel", 60);
     utimer_t *u = utimer_open(2);
     CHECK(u != NULL);
     struct box b = {0};
 
-    ERRNO(utimer_timer_setup(NULL, on_fire, &b, 0), 0, EINVAL);
-    ERRNO(utimer_timer_setup(u, NULL, &b, 0), 0, EINVAL);
-    ERRNO(utimer_timer_setup(u, on_fire, &b, 8), 0, EINVAL);
-    ERRNO(utimer_mod_timer(NULL, 1), -1, EINVAL);
-    ERRNO(utimer_timer_pending(NULL), -1, EINVAL);
-    ERRNO(utimer_del_timer_sync(NULL), -1, EINVAL);
+    CHECK_ERRNO(utimer_timer_setup(NULL, on_fire, &b, 0), 0, EINVAL);
+    CHECK_ERRNO(utimer_timer_setup(u, NULL, &b, 0), 0, EINVAL);
+    CHECK_ERRNO(utimer_timer_setup(u, on_fire, &b, 8), 0, EINVAL);
+    CHECK_ERR(utimer_mod_timer(NULL, 1), EINVAL);
+    CHECK_ERR(utimer_timer_pending(NULL), EINVAL);
+    CHECK_ERR(utimer_del_timer_sync(NULL), EINVAL);
     utimer_timer_free(NULL);
 
     struct utimer_timer_list *t = utimer_timer_setup(u, on_fire, &b, UTIMER_PINNED);
@@ -53,7 +54,7 @@ int main(void) {
     uint64_t ticks = utimer_msecs_to_jiffies(u, 20);
     CHECK(ticks >= 20);
     uint64_t start = utimer_jiffies(u);
-    long long armed = now_ns();
+    long long armed = mono_ns();
     CHECK(utimer_mod_timer(t, start + 100000) == 0);
     CHECK(utimer_mod_timer(t, start + ticks) == 1); /* was pending */
     CHECK(utimer_timer_reduce(t, start + 100000) == 1); /* later: unchanged */
@@ -67,7 +68,7 @@ int main(void) {
     /* Cancelled before it fires: nothing runs. */
     CHECK(utimer_mod_timer(t, utimer_jiffies(u) + 10) == 0);
     CHECK(utimer_del_timer_sync(t) == 1);
-    sleep_ms(40);
+    sleep_ns(40 * NS_PER_MS);
     CHECK(atomic_load(&b.fired) == 1);
 
     /* Shut down: later arms are ignored. */
@@ -91,15 +92,15 @@ int main(void) {
     CHECK(l != NULL);
     CHECK(utimer_mod_timer(l, utimer_jiffies(u) + 100000) == 0);
     utimer_close(u);
-    ERRNO(utimer_mod_timer(l, 5), -1, ESHUTDOWN);
-    ERRNO(utimer_mod_timer_pending(l, 5), -1, ESHUTDOWN);
-    ERRNO(utimer_timer_reduce(l, 5), -1, ESHUTDOWN);
-    ERRNO(utimer_del_timer_sync(l), -1, ESHUTDOWN);
-    ERRNO(utimer_timer_shutdown_sync(l), -1, ESHUTDOWN);
+    CHECK_ERR(utimer_mod_timer(l, 5), ESHUTDOWN);
+    CHECK_ERR(utimer_mod_timer_pending(l, 5), ESHUTDOWN);
+    CHECK_ERR(utimer_timer_reduce(l, 5), ESHUTDOWN);
+    CHECK_ERR(utimer_del_timer_sync(l), ESHUTDOWN);
+    CHECK_ERR(utimer_timer_shutdown_sync(l), ESHUTDOWN);
     CHECK(utimer_timer_pending(l) == 0);
     CHECK(utimer_del_timer(l) == 0);
     utimer_timer_free(l);
     CHECK(atomic_load(&late.fired) == 0);
-    puts("wheel: ok");
+    check_ok();
     return 0;
 }
