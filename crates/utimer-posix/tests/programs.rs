@@ -3,8 +3,10 @@
 //! against glibc). It runs twice: on the kernel, which proves that it
 //! checks the kernel's behaviour, and with `LD_PRELOAD` of the freshly
 //! built `libutimer_posix.so`, which must behave the same. A run under the
-//! library must also show that the library served it (`UTIMER_POSIX_CHECK`
-//! below), so that a silently ignored preload cannot pass. They use the
+//! library counts only because the library is known to serve it:
+//! `the_library_serves_the_program` below asks the dynamic linker where
+//! each interposed function of a program resolves, so that a silently
+//! ignored preload cannot pass. They use the
 //! C test harness the C API's tests use,
 //! `crates/utimer-capi/tests/c/check.h`, built the same way
 //! (`crates/utimer-capi/tests/c/cc.rs`): a passing program prints
