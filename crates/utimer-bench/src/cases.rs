@@ -487,12 +487,9 @@ const WHEEL: GroupDoc = GroupDoc {
          system around the wheel costs.",
 };
 
-pub(crate) fn run_all(r: &mut Runner) {
-    let big = r.pick(1_000_000, 10_000_000);
-    let expiry_n = r.pick(100_000, 1_000_000);
-    let next_n = 1_000_000;
-    let mem_n = 1_000_000;
-
+/// The `arm_cancel` group: one timer armed and cancelled, nothing else
+/// pending.
+pub(crate) fn run_arm_cancel(r: &mut Runner) {
     if r.wants("arm_cancel", "empty") {
         r.enter_group(
             "arm_cancel",
@@ -512,7 +509,11 @@ pub(crate) fn run_all(r: &mut Runner) {
             with_alt(rows, alt_arm_cancel(0))
         },
     );
+}
 
+/// The `rearm` group: a pending timer re-armed within its bucket, to a new
+/// bucket and round three buckets.
+pub(crate) fn run_rearm(r: &mut Runner) {
     if r.wants_group("rearm", &["same_bucket", "new_bucket", "three_buckets"]) {
         r.enter_group(
             "rearm",
@@ -558,7 +559,11 @@ pub(crate) fn run_all(r: &mut Runner) {
             with_alt(rows, alt)
         },
     );
+}
 
+/// The `expiry` group: an expiry run firing 100K (quick) or 1M timers.
+pub(crate) fn run_expiry(r: &mut Runner) {
+    let expiry_n = r.pick(100_000, 1_000_000);
     let case = format!("{} due", human(expiry_n));
     if r.wants("expiry", &case) {
         r.enter_group(
@@ -585,7 +590,11 @@ pub(crate) fn run_all(r: &mut Runner) {
             Contender::skip(TimerFdPeer::NAME, kernel),
         ]
     });
+}
 
+/// The `next_expiry` group: the earliest deadline among 1M pending timers.
+pub(crate) fn run_next_expiry(r: &mut Runner) {
+    let next_n = 1_000_000;
     let case = format!("{} pending", human(next_n));
     if r.wants("next_expiry", &case) {
         r.enter_group(
@@ -604,7 +613,12 @@ pub(crate) fn run_all(r: &mut Runner) {
             with_alt(all_peers!(next_expiry(next_n)), alt)
         },
     );
+}
 
+/// The `arm_cancel_pending` group: arm and cancel with 1K and 1M (quick)
+/// or 10M background timers pending.
+pub(crate) fn run_arm_cancel_pending(r: &mut Runner) {
+    let big = r.pick(1_000_000, 10_000_000);
     let big_case = human(big);
     if r.wants_group("arm_cancel_pending", &["1K", &big_case]) {
         r.enter_group(
@@ -639,7 +653,11 @@ pub(crate) fn run_all(r: &mut Runner) {
         Schedule::Sequential,
         || with_alt(all_peers!(arm_cancel(big)), alt_arm_cancel(big)),
     );
+}
 
+/// The `memory` group: heap bytes and allocations per armed timer.
+pub(crate) fn run_memory(r: &mut Runner) {
+    let mem_n = 1_000_000;
     if r.wants_group("memory", &["bytes_per_timer", "allocs_per_timer"]) {
         r.enter_group(
             "memory",
@@ -663,7 +681,10 @@ pub(crate) fn run_all(r: &mut Runner) {
         r.values("memory", "bytes_per_timer", Chart::Bars, bytes);
         r.values("memory", "allocs_per_timer", Chart::Bars, allocs);
     }
+}
 
+/// The `wheel` group: the bare wheel against the structures it replaces.
+pub(crate) fn run_wheel(r: &mut Runner) {
     if r.wants("wheel", "arm_cancel_1K") {
         r.enter_group(
             "wheel",

@@ -118,29 +118,106 @@ pub(crate) struct GroupLog {
     pub(crate) notes: Vec<String>,
 }
 
-/// The groups of a full run, in run order: the progress line counts them.
-pub const GROUPS: &[&str] = &[
-    "arm_cancel",
-    "rearm",
-    "expiry",
-    "next_expiry",
-    "arm_cancel_pending",
-    "memory",
-    "wheel",
-    "threads",
-    "rearm_shares",
-    "delete_sync",
-    "pull_model",
-    "posix-lookup",
-    "posix-workload2025",
-    "posix-costs",
-    "posix-dropin",
-    "posix-latency",
-    "latency",
-    "async",
-    "async-mt",
-    "async-server",
+/// One group of the suite: the name its cases are listed under and the
+/// function that runs them.
+struct Group {
+    /// The `group` of its cases' `group/case` names.
+    name: &'static str,
+    /// Runs the group's cases that the runner's filter selects; in
+    /// [`list`]'s mode it measures nothing and only names them.
+    run: fn(&mut Runner),
+}
+
+/// Every group of a full run, in run order: [`run`] and [`list`] go
+/// through it and the progress line counts it.
+const GROUPS: &[Group] = &[
+    Group {
+        name: "arm_cancel",
+        run: cases::run_arm_cancel,
+    },
+    Group {
+        name: "rearm",
+        run: cases::run_rearm,
+    },
+    Group {
+        name: "expiry",
+        run: cases::run_expiry,
+    },
+    Group {
+        name: "next_expiry",
+        run: cases::run_next_expiry,
+    },
+    Group {
+        name: "arm_cancel_pending",
+        run: cases::run_arm_cancel_pending,
+    },
+    Group {
+        name: "memory",
+        run: cases::run_memory,
+    },
+    Group {
+        name: "wheel",
+        run: cases::run_wheel,
+    },
+    Group {
+        name: "threads",
+        run: threads::run,
+    },
+    Group {
+        name: "rearm_shares",
+        run: rearm_shares::run,
+    },
+    Group {
+        name: "delete_sync",
+        run: delete_sync::run,
+    },
+    Group {
+        name: "pull_model",
+        run: pull_model::run,
+    },
+    Group {
+        name: "posix-lookup",
+        run: posix_timers::run_lookup,
+    },
+    Group {
+        name: "posix-workload2025",
+        run: posix_timers::run_workload2025,
+    },
+    Group {
+        name: "posix-costs",
+        run: posix_timers::run_costs,
+    },
+    Group {
+        name: "posix-dropin",
+        run: posix_timers::run_dropin,
+    },
+    Group {
+        name: "posix-latency",
+        run: posix_timers::run_latency,
+    },
+    Group {
+        name: "latency",
+        run: latency::run,
+    },
+    Group {
+        name: "async",
+        run: async_timers::run,
+    },
+    Group {
+        name: "async-mt",
+        run: async_runtime::run,
+    },
+    Group {
+        name: "async-server",
+        run: async_server::run,
+    },
 ];
+
+/// The names of the groups of a full run, in run order: the `group` of
+/// every `group/case` that [`list`] gives.
+pub fn group_names() -> Vec<&'static str> {
+    GROUPS.iter().map(|g| g.name).collect()
+}
 
 /// Runs the whole suite (or the filtered part of it); prints the tables to
 /// stdout, the progress line to stderr when that is a terminal, and writes
@@ -161,7 +238,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
     report::print_machine(&r);
     let total = opts.filter.is_none().then_some(GROUPS.len());
     progress::start(std::io::stderr().is_terminal(), total);
-    run_groups(&mut r);
+    run_groups(&mut r, GROUPS);
     progress::finish();
     if r.records.is_empty() {
         return Err(match &opts.filter {
@@ -197,18 +274,12 @@ pub fn run(opts: &Options) -> Result<(), String> {
     Ok(())
 }
 
-/// Every group, in run order.
-fn run_groups(r: &mut Runner) {
-    cases::run_all(r);
-    threads::run_all(r);
-    rearm_shares::run(r);
-    delete_sync::run(r);
-    pull_model::run(r);
-    posix_timers::run(r);
-    latency::run(r);
-    async_timers::run(r);
-    async_runtime::run(r);
-    async_server::run(r);
+/// Runs `groups` in their order, each measuring what `r`'s filter
+/// selects.
+fn run_groups(r: &mut Runner, groups: &[Group]) {
+    for g in groups {
+        (g.run)(r);
+    }
 }
 
 /// The `group/case` names a run with `opts` would measure, group by group
@@ -218,17 +289,7 @@ fn run_groups(r: &mut Runner) {
 /// size, `1M` instead of `10M`); with `opts.filter`, only the names that
 /// contain it. The other options are not used.
 pub fn list(opts: &Options) -> Vec<String> {
-    let mut r = Runner::new(&Options {
-        quick: opts.quick,
-        ..Options::default()
-    });
-    r.listing = Some(RefCell::new(Vec::new()));
-    run_groups(&mut r);
-    let names = r
-        .listing
-        .take()
-        .map(RefCell::into_inner)
-        .unwrap_or_default();
+    let names = names_of(GROUPS, opts.quick);
     match &opts.filter {
         Some(f) => names
             .into_iter()
@@ -236,6 +297,21 @@ pub fn list(opts: &Options) -> Vec<String> {
             .collect(),
         None => names,
     }
+}
+
+/// The `group/case` names that `groups` would measure in a quick or a
+/// full run, in their order, found without measuring anything.
+fn names_of(groups: &[Group], quick: bool) -> Vec<String> {
+    let mut r = Runner::new(&Options {
+        quick,
+        ..Options::default()
+    });
+    r.listing = Some(RefCell::new(Vec::new()));
+    run_groups(&mut r, groups);
+    r.listing
+        .take()
+        .map(RefCell::into_inner)
+        .unwrap_or_default()
 }
 
 /// Prints [`list`] to stdout, one `group/case` per line; fails as [`run`]
@@ -277,7 +353,7 @@ fn check_filter(opts: &Options) -> Result<(), String> {
     Err(format!(
         "no case of a {mode} run matches the filter `{f}` (a substring of `group/case`)\
          {elsewhere}; the groups are: {}; `utimer bench --list` shows every case",
-        GROUPS.join(", ")
+        group_names().join(", ")
     ))
 }
 
@@ -748,7 +824,8 @@ mod tests {
     fn list_names_every_group_without_running() {
         for quick in [true, false] {
             let names = list(&opts(quick, None));
-            for g in GROUPS {
+            let groups = group_names();
+            for g in &groups {
                 let prefix = format!("{g}/");
                 assert!(
                     names.iter().any(|n| n.starts_with(&prefix)),
@@ -759,10 +836,10 @@ mod tests {
             let mut seen = Vec::new();
             for n in &names {
                 assert_eq!(names.iter().filter(|m| *m == n).count(), 1, "{n}");
-                let g = GROUPS.iter().position(|g| n.starts_with(&format!("{g}/")));
+                let g = groups.iter().position(|g| n.starts_with(&format!("{g}/")));
                 let g = g.unwrap_or_else(|| panic!("{n}: no group of GROUPS"));
                 if seen.last() != Some(&g) {
-                    assert!(!seen.contains(&g), "{n}: group {} split", GROUPS[g]);
+                    assert!(!seen.contains(&g), "{n}: group {} split", groups[g]);
                     seen.push(g);
                 }
             }
@@ -786,12 +863,30 @@ mod tests {
     }
 
     #[test]
+    fn each_group_runs_only_its_own_cases() {
+        let mut names: Vec<&str> = group_names();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), GROUPS.len(), "a group name twice");
+        for quick in [true, false] {
+            for g in GROUPS {
+                let cases = names_of(std::slice::from_ref(g), quick);
+                assert!(!cases.is_empty(), "{}: no case", g.name);
+                let prefix = format!("{}/", g.name);
+                for c in &cases {
+                    assert!(c.starts_with(&prefix), "{c} run by group {}", g.name);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn unmatched_filter_names_the_groups() {
         assert!(check_filter(&opts(true, Some("wheel"))).is_ok());
         assert!(check_filter(&opts(true, None)).is_ok());
         let e = check_filter(&opts(true, Some("no-such-case"))).unwrap_err();
         assert!(e.contains("`no-such-case`"), "{e}");
-        for g in GROUPS {
+        for g in group_names() {
             assert!(e.contains(g), "{g} missing from {e}");
         }
         assert!(e.contains("--list"), "{e}");

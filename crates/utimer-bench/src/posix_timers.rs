@@ -32,13 +32,8 @@ mod lookup;
 mod timers;
 mod workload2025;
 
-use super::Runner;
-
-/// Runs the five groups, in this order.
-pub(crate) fn run(r: &mut Runner) {
-    lookup::run(r);
-    workload2025::run(r);
-    costs::run(r);
-    dropin::run(r);
-    latency::run(r);
-}
+pub(crate) use costs::run as run_costs;
+pub(crate) use dropin::run as run_dropin;
+pub(crate) use latency::run as run_latency;
+pub(crate) use lookup::run as run_lookup;
+pub(crate) use workload2025::run as run_workload2025;

@@ -387,7 +387,9 @@ fn timerfd(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
     })
 }
 
-pub(crate) fn run_all(r: &mut Runner) {
+/// The `threads` group: arm and cancel on one thread against two threads
+/// at once.
+pub(crate) fn run(r: &mut Runner) {
     // Long enough (>= ~5 ms per thread) that thread wake-up skew at the
     // barrier is small against the overlap; the syscall peer gets a tenth.
     let ops: u64 = r.pick(200_000, 500_000);

@@ -44,7 +44,7 @@ fn costs_system() -> Result<(TimerSystem, TimerId), String> {
     Ok((sys, id))
 }
 
-pub(super) fn run(r: &mut Runner) {
+pub(crate) fn run(r: &mut Runner) {
     let cases = ["create_settime_delete", "settime_rearm", "gettime"];
     if !cases.iter().any(|c| r.wants(COSTS, c)) {
         return;

@@ -258,7 +258,7 @@ fn contender(name: &'static str, c: Calls, case: &'static str) -> Contender<'sta
     })
 }
 
-pub(super) fn run(r: &mut Runner) {
+pub(crate) fn run(r: &mut Runner) {
     let cases = [
         "settime_rearm",
         "gettime",

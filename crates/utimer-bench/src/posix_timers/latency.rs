@@ -214,7 +214,7 @@ fn rows(case: &str, name: &str, mode: &str, lat: Result<Vec<f64>, String>) -> (V
     (records, early)
 }
 
-pub(super) fn run(r: &mut Runner) {
+pub(crate) fn run(r: &mut Runner) {
     let periodic_case = "periodic_1ms";
     // (sleep, samples quick, samples full); 0 = not in this mode.
     let sleep_plan: [(u64, usize, usize); 4] =

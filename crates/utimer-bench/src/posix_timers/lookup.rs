@@ -153,7 +153,7 @@ fn scaling_point(
     })
 }
 
-pub(super) fn run(r: &mut Runner) {
+pub(crate) fn run(r: &mut Runner) {
     let cases: Vec<String> = THREAD_COUNTS
         .iter()
         .map(|n| format!("gettime_{n}_threads"))

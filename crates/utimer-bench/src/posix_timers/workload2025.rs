@@ -147,7 +147,7 @@ fn workload_run(sys: &TimerSystem, kernel: bool, threads: usize, n: usize) -> [P
     })
 }
 
-pub(super) fn run(r: &mut Runner) {
+pub(crate) fn run(r: &mut Runner) {
     let single = r.pick(10_000usize, 100_000);
     let pair = r.pick(2_000usize, 20_000);
     let label = |n: usize| format!("{}k", n / 1000);
