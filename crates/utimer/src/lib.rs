@@ -133,6 +133,15 @@ pub mod runtime;
 pub mod sim;
 mod sync;
 mod system;
+
+/// The one entry point of the loom models, under `--cfg loom` only: the
+/// integration tests' models (`tests/loom*.rs`) run through the same
+/// helper, with the same bounds, as the crate's own.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_model {
+    pub use crate::sync::{model, model_bounded, PREEMPTIONS};
+}
 pub mod time;
 mod timer_list;
 pub mod wheel;

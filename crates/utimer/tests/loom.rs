@@ -23,20 +23,14 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize};
 use loom::thread;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
+use utimer::loom_model::model_bounded;
 use utimer::{Clock, ClockId, Expiry, HrRestart, TimerFlags, TimerSystem};
 
-/// One helper runs every model, bounded so that it finishes in CI.
+/// The models here run with 4 preemptions, one above the crate's own
+/// (`utimer::loom_model::PREEMPTIONS`); the hot-unplug's, whose long
+/// operation would make that too slow, with 2 through [`model_bounded`].
 fn model(f: impl Fn() + Sync + Send + 'static) {
     model_bounded(4, f);
-}
-
-/// [`model`] with another preemption bound, for a model whose long
-/// operation (a hot-unplug) would make the default one too slow.
-fn model_bounded(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(preemptions);
-    b.max_branches = 10_000;
-    b.check(f);
 }
 
 fn system(workers: usize) -> (Arc<TimerSystem>, Clock) {

@@ -12,14 +12,8 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize};
 use loom::thread;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
+use utimer::loom_model::model;
 use utimer::{Clock, ClockId, HrRestart, TimerSystem};
-
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(3);
-    b.max_branches = 10_000;
-    b.check(f);
-}
 
 fn system() -> Arc<TimerSystem> {
     Arc::new(

@@ -14,14 +14,8 @@ use std::pin::Pin;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
+use utimer::loom_model::model;
 use utimer::{Clock, ClockId, HrSleeper, TimerSystem};
-
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(3);
-    b.max_branches = 10_000;
-    b.check(f);
-}
 
 /// One worker on a manual clock at tick 0.
 fn system() -> (Arc<TimerSystem>, Clock) {

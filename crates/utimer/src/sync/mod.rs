@@ -26,19 +26,35 @@ pub(crate) mod thread;
 pub(crate) use biased::{BiasedLock, Held};
 pub(crate) use spinlock::SpinLock;
 
-/// Runs the loom model `f` with at most 3 preemptions per execution: the
-/// one entry point of the crate's own models (`LOOM_MAX_PREEMPTIONS`, if
-/// set, wins).
-#[cfg(all(test, loom))]
-pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
-    model_bounded(3, f)
+/// The preemption bound of [`model`]: enough for the races the models
+/// are written for, and a run of `ci/loom.sh` that ends in minutes.
+#[cfg(loom)]
+pub const PREEMPTIONS: usize = 3;
+
+/// The branch limit of every model (`LOOM_MAX_BRANCHES` may raise it): an
+/// execution longer than this fails as endless. Above loom's default of
+/// 1,000 for the long executions of the expiry run and a hot-unplug.
+#[cfg(loom)]
+const MAX_BRANCHES: usize = 10_000;
+
+/// Runs the loom model `f` with at most [`PREEMPTIONS`] preemptions per
+/// execution. With [`model_bounded`], the one entry point of every model:
+/// the crate's own and its integration tests' (through
+/// `utimer::loom_model`). `LOOM_MAX_PREEMPTIONS`, if set, wins over the
+/// bound; `LOOM_MAX_BRANCHES` may raise the branch limit.
+#[cfg(loom)]
+pub fn model(f: impl Fn() + Sync + Send + 'static) {
+    model_bounded(PREEMPTIONS, f)
 }
 
-/// [`model`] with another preemption bound.
-#[cfg(all(test, loom))]
-pub(crate) fn model_bounded(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
+/// [`model`] with another preemption bound: a lower one for a model whose
+/// long operations make the default too slow, a higher one for a short
+/// model whose race needs more.
+#[cfg(loom)]
+pub fn model_bounded(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound.get_or_insert(preemptions);
+    b.max_branches = b.max_branches.max(MAX_BRANCHES);
     b.check(f);
 }
 
