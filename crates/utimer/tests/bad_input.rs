@@ -144,6 +144,10 @@ fn the_panic_hook_is_told_and_may_panic_itself() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "starts a Runtime: its threads' timed sleeps and clock watcher (timerfd) are beyond Miri"
+)]
 fn worker_counts_are_checked_before_any_thread_starts() {
     use std::io::ErrorKind;
     use utimer::{Runtime, MAX_WORKERS};

@@ -64,10 +64,10 @@ pub(crate) fn wake_all(word: &AtomicU32) {
 
 /// Sets the calling thread's timer slack (`PR_SET_TIMERSLACK`: how much
 /// later than asked the kernel may end its timed waits, 50 µs by default)
-/// and returns the previous value. No-op returning `ns` under loom or off
-/// Linux.
+/// and returns the previous value. No-op returning `ns` under loom, under
+/// Miri (which has no `prctl`) or off Linux.
 pub(crate) fn set_timer_slack(ns: u64) -> u64 {
-    #[cfg(all(target_os = "linux", not(loom)))]
+    #[cfg(all(target_os = "linux", not(loom), not(miri)))]
     {
         // SAFETY: PR_GET_TIMERSLACK and PR_SET_TIMERSLACK take and return
         // integers; they touch no memory of ours.
