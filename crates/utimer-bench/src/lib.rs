@@ -2,6 +2,14 @@
 //! `utimer bench` (crates/utimer-cli) and the Criterion benches
 //! (`benches/timers.rs`).
 //!
+//! This file holds the public API, the runner and `GROUPS`, the table of
+//! every group in run order. Under it, `groups/` has one module per group
+//! (the `run` functions that table names), [`peers`] the timer
+//! implementations the cases measure, and `harness/` the machinery every
+//! group uses: the counting allocator ([`alloc`]), the run's metadata
+//! ([`meta`]), stdout and the progress line, the tables and the JSON file,
+//! the charts ([`plot`]) and the results page.
+//!
 //! The memory case reads the counting allocator in [`alloc`]; a binary that
 //! runs it installs [`alloc::Counting`] as its `#[global_allocator]`.
 //!
@@ -37,41 +45,25 @@
 //! cannot hoist or delete the work. Nothing is pinned to a CPU: the numbers
 //! are what an unpinned program sees.
 
-pub mod alloc;
+mod groups;
+mod harness;
+pub mod peers;
+
+pub use harness::{alloc, meta, plot};
 
 /// The library's own tests measure memory too.
 #[cfg(test)]
 #[global_allocator]
 static GLOBAL: alloc::Counting = alloc::Counting;
 
-mod async_runtime;
-mod async_server;
-mod async_timers;
-mod cases;
-mod markdown;
-pub mod meta;
-mod out;
-pub mod peers;
-pub mod plot;
-mod progress;
-mod report;
-mod threads;
-
-// The kernel patches utimer rebuilt, each replayed with its own experiment
-// (docs/kernel.md).
-mod delete_sync;
-mod latency;
-mod posix_timers;
-mod pull_model;
-mod rearm_shares;
-
 use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use harness::out::{self, outln};
+use harness::{markdown, progress, report};
 pub use meta::{Machine, RunMeta, ToolInfo};
-use out::outln;
 use plot::Chart;
 pub use report::{Better, Record};
 
@@ -133,83 +125,83 @@ struct Group {
 const GROUPS: &[Group] = &[
     Group {
         name: "arm_cancel",
-        run: cases::run_arm_cancel,
+        run: groups::cases::run_arm_cancel,
     },
     Group {
         name: "rearm",
-        run: cases::run_rearm,
+        run: groups::cases::run_rearm,
     },
     Group {
         name: "expiry",
-        run: cases::run_expiry,
+        run: groups::cases::run_expiry,
     },
     Group {
         name: "next_expiry",
-        run: cases::run_next_expiry,
+        run: groups::cases::run_next_expiry,
     },
     Group {
         name: "arm_cancel_pending",
-        run: cases::run_arm_cancel_pending,
+        run: groups::cases::run_arm_cancel_pending,
     },
     Group {
         name: "memory",
-        run: cases::run_memory,
+        run: groups::cases::run_memory,
     },
     Group {
         name: "wheel",
-        run: cases::run_wheel,
+        run: groups::cases::run_wheel,
     },
     Group {
         name: "threads",
-        run: threads::run,
+        run: groups::threads::run,
     },
     Group {
         name: "rearm_shares",
-        run: rearm_shares::run,
+        run: groups::rearm_shares::run,
     },
     Group {
         name: "delete_sync",
-        run: delete_sync::run,
+        run: groups::delete_sync::run,
     },
     Group {
         name: "pull_model",
-        run: pull_model::run,
+        run: groups::pull_model::run,
     },
     Group {
         name: "posix-lookup",
-        run: posix_timers::run_lookup,
+        run: groups::posix_timers::run_lookup,
     },
     Group {
         name: "posix-workload2025",
-        run: posix_timers::run_workload2025,
+        run: groups::posix_timers::run_workload2025,
     },
     Group {
         name: "posix-costs",
-        run: posix_timers::run_costs,
+        run: groups::posix_timers::run_costs,
     },
     Group {
         name: "posix-dropin",
-        run: posix_timers::run_dropin,
+        run: groups::posix_timers::run_dropin,
     },
     Group {
         name: "posix-latency",
-        run: posix_timers::run_latency,
+        run: groups::posix_timers::run_latency,
     },
     Group {
         name: "latency",
-        run: latency::run,
+        run: groups::latency::run,
     },
     Group {
         name: "async",
-        run: async_timers::run,
+        run: groups::async_timers::run,
     },
     Group {
         name: "async-mt",
-        run: async_runtime::run,
+        run: groups::async_runtime::run,
     },
     Group {
         name: "async-server",
-        run: async_server::run,
+        run: groups::async_server::run,
     },
 ];
 

@@ -62,8 +62,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::out::errln;
-use crate::{progress, Contender, Sample};
+use crate::harness::out::errln;
+use crate::harness::progress;
+use crate::{Contender, Sample};
 
 /// Row name of every alt-timer row.
 pub const NAME: &str = "tokio alt timer";

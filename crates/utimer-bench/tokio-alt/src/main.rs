@@ -48,16 +48,18 @@
 //!   them. `ops` counts only the sleeps fired in that timed park, `early`
 //!   those already fired before it.
 //! * `create_poll_drop`, `reset`, `pending N`, `expire N`, `lateness N`: the
-//!   `async` group's cases (see `async_timers.rs` in the bench crate);
-//!   `pending` adds `bytes` (net heap bytes per future, counted by this
-//!   program's allocator on all threads) and `rss` (resident-set growth per
-//!   future), `lateness` answers `late` (µs, sorted) and `early`.
+//!   `async` group's cases (see `groups/async_timers.rs` in the bench
+//!   crate); `pending` adds `bytes` (net heap bytes per future, counted by
+//!   this program's allocator on all threads) and `rss` (resident-set
+//!   growth per future), `lateness` answers `late` (µs, sorted) and
+//!   `early`.
 //! * `memory N`: net heap bytes and allocations per sleep with `N` boxed
 //!   sleeps armed at random far deadlines, the vector of handles included
 //!   (the `memory` group; `bytes` and `allocs`).
 //! * `threads T OPS`: a runtime with two workers; `T` tasks start together
 //!   and each does `OPS` arm+cancels; `ns` is the mean per task and
-//!   `overlap` how much the timed loops overlapped (see `threads.rs`).
+//!   `overlap` how much the timed loops overlapped (see the bench crate's
+//!   `groups/threads.rs`).
 
 #[cfg(not(tokio_unstable))]
 compile_error!(

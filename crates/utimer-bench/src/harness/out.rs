@@ -59,7 +59,7 @@ pub(crate) fn flush() {
 fn closed() {
     CLOSED.store(true, Ordering::Relaxed);
     if !KEEP_RUNNING.load(Ordering::Relaxed) {
-        crate::progress::finish();
+        crate::harness::progress::finish();
         std::process::exit(0);
     }
 }
@@ -67,10 +67,10 @@ fn closed() {
 /// `println!` through [`line`].
 macro_rules! outln {
     () => {
-        $crate::out::line(format_args!(""))
+        $crate::harness::out::line(format_args!(""))
     };
     ($($arg:tt)*) => {
-        $crate::out::line(format_args!($($arg)*))
+        $crate::harness::out::line(format_args!($($arg)*))
     };
 }
 

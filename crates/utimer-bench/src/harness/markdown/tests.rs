@@ -1,7 +1,7 @@
 //! The results page's tests, on sample records.
 
 use super::*;
-use crate::plot::Chart;
+use crate::harness::plot::Chart;
 use crate::{Better, GroupDoc};
 use std::path::PathBuf;
 

@@ -29,8 +29,8 @@ use std::hint::black_box;
 
 use utimer::{Clock, Expiry, Timer, TimerSystem};
 
-use super::plot::Chart;
-use super::{GroupDoc, Record, Runner};
+use crate::harness::plot::Chart;
+use crate::{GroupDoc, Record, Runner};
 
 const GROUP: &str = "delete_sync";
 

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::Runtime;
 
-use crate::plot::Chart;
+use crate::harness::plot::Chart;
 use crate::{Better, GroupDoc, Record, Runner, XorShift};
 
 const GROUP: &str = "async-mt";
@@ -242,7 +242,7 @@ pub(crate) fn run(r: &mut Runner) {
         if !r.wants(GROUP, case) && !wants_ratio {
             continue;
         }
-        crate::progress::case(GROUP, case);
+        crate::harness::progress::case(GROUP, case);
         let p = measure(threads, reps, w);
         let records = Imp::ALL
             .iter()
@@ -292,7 +292,7 @@ mod tests {
     fn cases_are_a_scaling_family() {
         for t in thread_counts() {
             let case = case_name(t);
-            let key = crate::plot::scaling_key(&case);
+            let key = crate::harness::plot::scaling_key(&case);
             assert_eq!(key, Some(("timeout", t as u64, "threads")), "{case}");
         }
     }

@@ -1,7 +1,7 @@
 use super::axis::Axis;
 use super::family::parse_percent;
 use super::*;
-use crate::rearm_shares::SHARES;
+use crate::groups::rearm_shares::SHARES;
 
 /// A value row of `group/case`, declared as `chart`.
 fn rec(group: &str, case: &str, name: &str, v: f64, unit: &str, chart: Chart) -> Record {

@@ -13,7 +13,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::axis::{ticked, Axis};
 use super::figure::{Figure, Shape};
-use crate::report::fmt_num;
+use crate::harness::report::fmt_num;
 
 const WIDTH: u32 = 900;
 const FONT: &str = "sans-serif";

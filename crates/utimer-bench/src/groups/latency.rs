@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use utimer::Runtime;
 
-use super::plot::Chart;
-use super::{GroupDoc, Record, Runner};
+use crate::harness::plot::Chart;
+use crate::{GroupDoc, Record, Runner};
 
 const GROUP: &str = "latency";
 
@@ -120,7 +120,7 @@ fn timerfd_run(deadlines: &[Instant]) -> Vec<Option<Instant>> {
         .iter()
         .map(|d| {
             let d = *d;
-            thread::spawn(move || super::peers::timerfd::sleep_until(d).then(Instant::now))
+            thread::spawn(move || crate::peers::timerfd::sleep_until(d).then(Instant::now))
         })
         .collect();
     handles

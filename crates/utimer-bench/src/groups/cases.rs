@@ -2,7 +2,7 @@
 //!
 //! Every case is written once, generically over [`TimerPeer`], and
 //! instantiated for each peer, so all rows of a table do the same thing in
-//! their own API. Deadlines are in 1 ms ticks (see [`super::peers`]).
+//! their own API. Deadlines are in 1 ms ticks (see [`crate::peers`]).
 //!
 //! * **arm_cancel / empty** — arm one timer to now+100 ticks and cancel it,
 //!   on an otherwise empty queue. The dominant pattern for timeouts (most
@@ -48,20 +48,20 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use super::peers::btree::BTreePeer;
-use super::peers::delay_queue::DelayQueuePeer;
-use super::peers::heap::HeapPeer;
-use super::peers::posix::PosixPeer;
-use super::peers::timerfd::TimerFdPeer;
-use super::peers::tokio_alt;
-use super::peers::tokio_sleep::TokioSleepPeer;
-use super::peers::utimer::{OwnerUtimerPeer, PinnedUtimerPeer, UtimerPeer};
-use super::peers::wheel::WheelPeer;
-use super::peers::TimerPeer;
-use super::plot::Chart;
-use super::{time, Contender, GroupDoc, Record, Runner, Sample, Schedule, XorShift};
-use crate::alloc;
-use crate::out::errln;
+use crate::harness::alloc;
+use crate::harness::out::errln;
+use crate::harness::plot::Chart;
+use crate::peers::btree::BTreePeer;
+use crate::peers::delay_queue::DelayQueuePeer;
+use crate::peers::heap::HeapPeer;
+use crate::peers::posix::PosixPeer;
+use crate::peers::timerfd::TimerFdPeer;
+use crate::peers::tokio_alt;
+use crate::peers::tokio_sleep::TokioSleepPeer;
+use crate::peers::utimer::{OwnerUtimerPeer, PinnedUtimerPeer, UtimerPeer};
+use crate::peers::wheel::WheelPeer;
+use crate::peers::TimerPeer;
+use crate::{time, Contender, GroupDoc, Record, Runner, Sample, Schedule, XorShift};
 
 /// Arm+cancel distance: now + 100 ticks (wheel level 1).
 const ARM_DELTA: u64 = 100;
@@ -110,7 +110,7 @@ fn alt_arm_cancel<'a>(pending: usize) -> Contender<'a> {
 fn alt_expiry<'a>(n: usize) -> Contender<'a> {
     tokio_alt::fixed(&["expiry", &n.to_string()], move |r| {
         if r.missed.unwrap_or(0) > 0 {
-            crate::progress::clear();
+            crate::harness::progress::clear();
             errln!(
                 "warning: {}: expiry run fired {} of {n} timers",
                 tokio_alt::NAME,
@@ -267,7 +267,7 @@ fn expiry<'a, P: TimerPeer + 'a>(n: usize) -> Contender<'a> {
                         .count()
                 });
                 if fired != handles.len() {
-                    crate::progress::clear();
+                    crate::harness::progress::clear();
                     errln!(
                         "warning: {}: expiry run fired {fired} of {} timers",
                         P::NAME,

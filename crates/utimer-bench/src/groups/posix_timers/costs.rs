@@ -17,8 +17,8 @@ use std::time::Duration;
 use utimer::{ClockId, ItimerSpec, Notify, TimerId, TimerSystem};
 
 use super::timers::{kernel_timers, utimer_timers, FAR};
+use crate::harness::plot::Chart;
 use crate::peers::posix::{itimerspec, Notify as KNotify, PosixTimer};
-use crate::plot::Chart;
 use crate::{time, Contender, GroupDoc, Runner, Schedule};
 
 const COSTS: &str = "posix-costs";

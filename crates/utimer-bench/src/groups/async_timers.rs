@@ -77,10 +77,11 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 
-use super::cases::human;
-use super::peers::tokio_alt;
-use super::plot::Chart;
-use super::{alloc, time, Contender, GroupDoc, Record, Runner, Sample, Schedule, XorShift};
+use crate::groups::cases::human;
+use crate::harness::alloc;
+use crate::harness::plot::Chart;
+use crate::peers::tokio_alt;
+use crate::{time, Contender, GroupDoc, Record, Runner, Sample, Schedule, XorShift};
 
 mod far;
 mod timeouts;
@@ -170,7 +171,7 @@ impl Peer for Tokio {
     const NAME: &'static str = "tokio Sleep";
     type Fut = tokio::time::Sleep;
     fn make() -> Result<Self, String> {
-        super::peers::tokio_sleep::current_thread_runtime().map(Tokio)
+        crate::peers::tokio_sleep::current_thread_runtime().map(Tokio)
     }
     fn enter<R>(&self, f: impl FnOnce() -> R) -> R {
         let _ctx = self.0.enter();

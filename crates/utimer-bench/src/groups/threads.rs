@@ -55,13 +55,13 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::Runtime;
 
-use super::peers::heap::HeapTimers;
-use super::peers::timerfd::TimerFd;
-use super::peers::tokio_alt;
-use super::peers::tokio_sleep::poll_once;
-use super::peers::utimer::{empty_timer, UtimerPeer};
-use super::plot::Chart;
-use super::{Contender, GroupDoc, Runner, Sample, Schedule};
+use crate::harness::plot::Chart;
+use crate::peers::heap::HeapTimers;
+use crate::peers::timerfd::TimerFd;
+use crate::peers::tokio_alt;
+use crate::peers::tokio_sleep::poll_once;
+use crate::peers::utimer::{empty_timer, UtimerPeer};
+use crate::{Contender, GroupDoc, Runner, Sample, Schedule};
 
 const GROUP: &str = "threads";
 
@@ -331,7 +331,7 @@ fn mutex_heap(threads: usize, ops: u64, log: OverlapLog) -> Contender<'static> {
             let q = &q;
             run_threads(threads, ops, &log, |_, barrier| {
                 let t = q.lock().unwrap().timer();
-                let at = super::peers::START_TICK + ARM_DELTA;
+                let at = crate::peers::START_TICK + ARM_DELTA;
                 barrier.wait();
                 let d = span(|| {
                     for _ in 0..ops {

@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 
-use crate::plot::Chart;
+use crate::harness::plot::Chart;
 use crate::{Better, GroupDoc, Record, Runner};
 
 mod http;
@@ -361,7 +361,10 @@ pub(crate) fn run(r: &mut Runner) {
         warm: Duration::from_millis(r.pick(50, 100)),
         run: Duration::from_millis(r.pick(100, 250)),
     };
-    let (conns, n_tasks) = (http::CONNS_PER_THREAD, crate::cases::human(tasks::TASKS));
+    let (conns, n_tasks) = (
+        http::CONNS_PER_THREAD,
+        crate::groups::cases::human(tasks::TASKS),
+    );
     r.enter_group(
         GROUP,
         DOC,
@@ -393,7 +396,7 @@ pub(crate) fn run(r: &mut Runner) {
     for (k, &t) in counts.iter().enumerate() {
         if wants_http[k] {
             let [case, latency] = http_cases(t);
-            crate::progress::case(GROUP, &case);
+            crate::harness::progress::case(GROUP, &case);
             let runs = http::measure(t, reps, http_w);
             let kreqs = |s: &http::Sample| s.rps / 1e3;
             let rows = throughput_rows(&case, mode, &runs, "kreq/s", kreqs);
@@ -416,7 +419,7 @@ pub(crate) fn run(r: &mut Runner) {
         }
         if wants_tasks[k] {
             let [case, waited] = task_cases(t);
-            crate::progress::case(GROUP, &case);
+            crate::harness::progress::case(GROUP, &case);
             let runs = tasks::measure(t, reps, task_w);
             let mops = |s: &tasks::Sample| s.ops_per_s / 1e6;
             let rows = throughput_rows(&case, mode, &runs, "Mops/s", mops);

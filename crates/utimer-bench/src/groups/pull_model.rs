@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use utimer::{Clock, Expiry, Runtime, TimerSystem};
 
-use super::plot::Chart;
-use super::{time, Contender, GroupDoc, Record, Runner, Schedule};
+use crate::harness::plot::Chart;
+use crate::{time, Contender, GroupDoc, Record, Runner, Schedule};
 
 const GROUP: &str = "pull_model";
 
@@ -250,7 +250,7 @@ fn idle_run(workers: usize, mode: Mode, run_for: Duration) -> (f64, Vec<f64>) {
     let sys = rt.system_arc();
     let (tx, rx) = mpsc::channel();
     let mut timers = Vec::new();
-    let mut rng = super::XorShift::new(4);
+    let mut rng = crate::XorShift::new(4);
     let before: u64 = (1..workers).map(|w| rt.wakeups(w)).sum();
     let started = Instant::now();
     while started.elapsed() < run_for {

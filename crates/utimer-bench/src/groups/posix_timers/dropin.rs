@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::timers::FAR;
-use crate::plot::Chart;
+use crate::harness::plot::Chart;
 use crate::{time, Contender, GroupDoc, Runner, Schedule};
 
 const DROPIN: &str = "posix-dropin";

@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 
 use super::{row, NoTimers, Runs, Summary, TimedOut, Timers, TokioTime, UtimerAsync};
 use super::{Variant, Window, FIRED_CASE};
-use crate::cases::human;
+use crate::groups::cases::human;
 use crate::XorShift;
 
 pub(crate) const TASKS: usize = 100_000;

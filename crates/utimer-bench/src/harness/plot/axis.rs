@@ -4,7 +4,7 @@
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 
-use crate::report::fmt_num;
+use crate::harness::report::fmt_num;
 
 /// A value axis: linear from zero, or base-10 logarithmic; values are drawn
 /// at [`Axis::map`] of themselves.

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use utimer::{TimerId, TimerSystem};
 
 use super::timers::{kernel_timers, utimer_timers};
+use crate::harness::plot::Chart;
 use crate::peers::posix::PosixTimer;
-use crate::plot::Chart;
 use crate::{Better, GroupDoc, Record, Runner};
 
 const LOOKUP: &str = "posix-lookup";

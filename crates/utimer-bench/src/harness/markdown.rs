@@ -20,8 +20,8 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Component, Path};
 
-use crate::plot::{self, Figure};
-use crate::report::{self, fmt_opt, fmt_ratio, ratio_base, value_label};
+use crate::harness::plot::{self, Figure};
+use crate::harness::report::{self, fmt_opt, fmt_ratio, ratio_base, value_label};
 use crate::{GroupLog, Record, Runner, ToolInfo};
 
 /// The "Method" and "The peers" sections.
@@ -78,7 +78,7 @@ pub(crate) fn write(
         let _ = write!(command, " --plot {}", dir.display());
     }
     let page = Page {
-        date: crate::meta::utc_date(r.started_at),
+        date: crate::harness::meta::utc_date(r.started_at),
         command,
         tool,
         mode: r.mode(),

@@ -41,8 +41,9 @@ use std::time::Duration;
 use futures::future::{select, Select};
 
 use super::{poll_once, ready, AsyncIo, FuturesTimer, Peer, Tokio, UtimerAsync, GROUP};
-use crate::plot::Chart;
-use crate::{alloc, time, Contender, Record, Runner, Schedule};
+use crate::harness::alloc;
+use crate::harness::plot::Chart;
+use crate::{time, Contender, Record, Runner, Schedule};
 
 /// The timing cases, in run order; each has an `/allocs_per_op` table.
 pub(super) const CASES: [&str; 3] = [

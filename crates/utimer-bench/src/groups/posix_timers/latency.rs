@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use utimer::{ClockId, HrRestart, Runtime};
 
+use crate::harness::plot::Chart;
 use crate::peers::timerfd::{sleep_until, TimerFd};
-use crate::plot::Chart;
 use crate::{GroupDoc, Record, Runner};
 
 const GROUP: &str = "posix-latency";

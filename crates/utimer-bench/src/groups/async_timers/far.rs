@@ -19,8 +19,8 @@
 //! `d` of wall time once. The 10 s case runs in full mode only.
 
 use super::GROUP;
-use crate::plot::Chart;
-use crate::report::Record;
+use crate::harness::plot::Chart;
+use crate::harness::report::Record;
 use crate::Runner;
 use std::future::{pending, Future};
 use std::pin::Pin;

@@ -52,10 +52,10 @@ use std::time::Instant;
 
 use utimer::{BaseStats, Expiry, Timer};
 
-use super::out::outln;
-use super::peers::utimer::{empty_timer, UtimerPeer};
-use super::plot::{Chart, Shares};
-use super::{GroupDoc, Record, Runner, XorShift};
+use crate::harness::out::outln;
+use crate::harness::plot::{Chart, Shares};
+use crate::peers::utimer::{empty_timer, UtimerPeer};
+use crate::{GroupDoc, Record, Runner, XorShift};
 
 const GROUP: &str = "rearm_shares";
 
@@ -234,7 +234,7 @@ fn fmt_pct(v: f64) -> String {
 }
 
 fn print_table(w: &Workload, before: &Counts, after: &Counts) {
-    crate::progress::clear();
+    crate::harness::progress::clear();
     outln!("\n  {}: {}", w.name, w.describe);
     outln!(
         "    (shares of re-arms, %: neither lower nor higher is better, compare each with the \
@@ -379,7 +379,7 @@ pub(crate) fn run(r: &mut Runner) {
         let before = run_workload(&w, Check::ExpiryUnchanged);
         let after = run_workload(&w, Check::SameBucket);
         print_table(&w, &before, &after);
-        crate::progress::redraw(true);
+        crate::harness::progress::redraw(true);
         let (shares, timings) = records(r, &w, &before, &after);
         // One chart of the workload's shares; bars of the ns per modify.
         r.push_records(SHARES, shares);

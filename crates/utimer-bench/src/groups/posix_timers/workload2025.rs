@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use utimer::{ClockId, Notify, TimerSystem};
 
+use crate::harness::plot::Chart;
 use crate::peers::posix::{Notify as KNotify, PosixTimer};
-use crate::plot::Chart;
 use crate::{time, GroupDoc, Record, Runner};
 
 const WORKLOAD: &str = "posix-workload2025";

@@ -20,10 +20,11 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::meta::{JsonFile, Machine, RunMeta, JSON_SCHEMA};
-use super::out::outln;
-use super::plot::Chart;
-use super::{progress, Outcome, Runner};
+use crate::harness::meta::{JsonFile, Machine, RunMeta, JSON_SCHEMA};
+use crate::harness::out::outln;
+use crate::harness::plot::Chart;
+use crate::harness::progress;
+use crate::{Outcome, Runner};
 
 /// Which way a row's value is better.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
