@@ -1,7 +1,9 @@
-//! `docs/development.md` lists every step of `.ci/run`, in its order, by
-//! the command the step runs: the page a contributor reads to learn what
-//! CI does cannot drift from what it does (as `utimer`'s `tests/layers.rs`
-//! keeps the layer rule and the code together).
+//! The docs name what exists. `docs/development.md` lists every step of
+//! `.ci/run`, in its order, by the command the step runs, so the page a
+//! contributor reads to learn what CI does cannot drift from what it does
+//! (as `utimer`'s `tests/layers.rs` keeps the layer rule and the code
+//! together); and every file under `crates/` that the README or a `docs/`
+//! page names exists.
 
 use std::path::PathBuf;
 
@@ -100,4 +102,58 @@ fn a_missing_or_misordered_step_is_reported() {
     let swapped = "## CI, in order\n- `cargo test -p x`\n- `ci/a.sh 1`\n- `ci/c.sh`\n";
     let at = positions(&ci_section(swapped), &steps).expect("all named");
     assert!(at[0] > at[1], "the order is seen");
+}
+
+/// Every path of a file in `crates/` that the README or a `docs/` page
+/// names (a word such as `crates/utimer/src/wheel/mod.rs`) exists: a
+/// moved or renamed file cannot leave a page pointing at nothing.
+#[test]
+fn every_crate_file_the_docs_name_exists() {
+    let mut pages = vec![root().join("README.md")];
+    for e in std::fs::read_dir(root().join("docs")).expect("docs/") {
+        let p = e.expect("docs/ entry").path();
+        if p.extension().is_some_and(|x| x == "md") {
+            pages.push(p);
+        }
+    }
+    let mut missing = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).expect("a page");
+        for path in crate_paths(&text) {
+            if !root().join(&path).exists() {
+                missing.push(format!("{}: {path}", page.display()));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "named but absent:\n  {}",
+        missing.join("\n  ")
+    );
+}
+
+/// The words of `text` that are paths of files under `crates/` (with an
+/// extension), cut at the first character a path does not contain.
+fn crate_paths(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("crates/") {
+        let word: String = rest[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || "/_-.".contains(*c))
+            .collect();
+        let word = word.trim_end_matches('.');
+        let file = word.rsplit('/').next().unwrap_or("");
+        if file.contains('.') {
+            out.push(word.to_string());
+        }
+        rest = &rest[i + "crates/".len()..];
+    }
+    out
+}
+
+#[test]
+fn crate_paths_are_cut_where_a_path_ends() {
+    let text = "see `crates/a/src/b.rs`, crates/c/d.md. and crates/e/ (a folder)";
+    assert_eq!(crate_paths(text), ["crates/a/src/b.rs", "crates/c/d.md"]);
 }
