@@ -40,8 +40,8 @@ fn ci_section(doc: &str) -> String {
     normalized(&rest[..end])
 }
 
-/// Where each command is first named (as `` `COMMAND` ``) at or after
-/// `from`, or the steps that are missing.
+/// Where each command is first named (as `` `COMMAND` ``) in `section`, or
+/// the steps that are missing.
 fn positions(section: &str, steps: &[(String, String)]) -> Result<Vec<usize>, Vec<String>> {
     let mut found = Vec::new();
     let mut missing = Vec::new();
