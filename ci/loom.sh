@@ -18,6 +18,9 @@
 # src/sync/summary/tests.rs models next_expiry's per-worker summary (a
 # reader's claim, locked reads and publish against sources changing on
 # other threads).
+# src/system/serve.rs models the hand-over of the hrtimers between a thread
+# that serves them while it sleeps and the workers: a release racing a
+# worker going to sleep, an unpark racing its plan.
 # src/posix/table/tests.rs models the POSIX ID table's lock-free lookup
 # against removal, growth and slot reuse, with crossbeam-epoch itself built
 # on loom (--cfg crossbeam_loom).

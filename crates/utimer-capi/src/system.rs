@@ -40,16 +40,36 @@ fn open(n: c_uint, threads: bool) -> Result<*mut utimer_t, Errno> {
     open_with(TimerSystem::builder().workers(n as usize), threads)
 }
 
-/// A threaded system with one worker pinned to each CPU the process may
-/// run on, so that a timer armed on a CPU fires there, as the kernel's do
-/// (a thread that is no worker's arms on the worker of its CPU;
-/// `Builder::pin_to_process_cpus`): the drop-in library's system. Rust
-/// only (the C API's `utimer_open` does not pin). NULL with `errno` set on
-/// failure, as `utimer_open`.
-pub fn utimer_open_pinned() -> *mut utimer_t {
+/// The drop-in library's system (Rust only): for `workers` 0, one worker
+/// pinned to each CPU the process may run on, so that a timer armed on a
+/// CPU fires there, as the kernel's do (a thread that is no worker's arms
+/// on the worker of its CPU; `Builder::pin_to_process_cpus`); else
+/// `workers` unpinned workers, as `utimer_open`. In both,
+/// a thread that sleeps in the library's sleep calls may serve the
+/// hrtimers (`utimer::Builder::sleepers_serve`). NULL with `errno` set on
+/// failure.
+pub fn open_serving(workers: c_uint) -> *mut utimer_t {
     guard(std::ptr::null_mut(), || {
-        open_with(TimerSystem::builder().pin_to_process_cpus(), true)
+        if workers > UTIMER_MAX_WORKERS {
+            return Err(libc::EINVAL);
+        }
+        let builder = match workers {
+            0 => TimerSystem::builder().pin_to_process_cpus(),
+            n => TimerSystem::builder().workers(n as usize),
+        };
+        open_with(builder.sleepers_serve(true), true)
     })
+}
+
+/// The timer system behind `u` (Rust only), for the drop-in library's
+/// sleep calls ([`TimerSystem::serve`]).
+///
+/// # Safety
+/// `u` is a live system from [`open_serving`] or `utimer_open`, not
+/// closed while the reference lives.
+pub unsafe fn system_of<'a>(u: *mut utimer_t) -> &'a TimerSystem {
+    // SAFETY: the caller's promise: `u` is live for 'a.
+    unsafe { &(*u).sys }
 }
 
 fn open_with(builder: utimer::Builder, threads: bool) -> Result<*mut utimer_t, Errno> {

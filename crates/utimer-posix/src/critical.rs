@@ -101,6 +101,12 @@ pub(crate) fn inside() -> bool {
     DEPTH.with(Cell::get) > 0
 }
 
+/// Whether a signal is held on this thread (a section ends soon and
+/// delivers it).
+pub(crate) fn holds() -> bool {
+    HELD.with(|h| h.count.get()) > 0
+}
+
 /// Holds signal `signo` with `info` until the section ends. Returns false
 /// when every slot is taken (then queue it again at once).
 ///

@@ -1,7 +1,7 @@
 //! The exported functions, with glibc's names, signatures and symbol
 //! versions (the `.symver` lines below; the version nodes are in
 //! `utimer-posix.map`). Each is a line or two: the work is in `timer.rs`,
-//! `timerfd.rs`, `signals.rs` and `inherit.rs`.
+//! `timerfd.rs`, `signals.rs`, `sleep.rs` and `inherit.rs`.
 //!
 //! | glibc function | versions |
 //! |---|---|
@@ -19,12 +19,14 @@
 //! | `execve`, `execv`, `execvp`, `fexecve`; on x86-64 `execl`, `execle`, `execlp` | `GLIBC_2.2.5` |
 //! | `execvpe` | `GLIBC_2.11` |
 //! | `execveat` | `GLIBC_2.34` |
+//! | `nanosleep`, `sleep`, `usleep` | `GLIBC_2.2.5` |
+//! | `clock_nanosleep` | `GLIBC_2.17` (default), `GLIBC_2.2.5` (librt's) |
 //!
 //! None of them unwinds: the C library's functions they call catch panics,
 //! and the rest cannot panic.
 
 use crate::real::timer_t;
-use crate::{inherit, sched, signals, timer, timerfd};
+use crate::{inherit, sched, signals, sleep, timer, timerfd};
 use std::ffi::c_char;
 use std::ffi::c_int;
 use timer::Out;
@@ -66,6 +68,11 @@ std::arch::global_asm!(
     ".symver utimer_posix_sigwaitinfo, sigwaitinfo@@GLIBC_2.2.5",
     ".symver utimer_posix_sigtimedwait, sigtimedwait@@GLIBC_2.2.5",
     ".symver utimer_posix_sigwait, sigwait@@GLIBC_2.2.5",
+    ".symver utimer_posix_nanosleep, nanosleep@@GLIBC_2.2.5",
+    ".symver utimer_posix_clock_nanosleep, clock_nanosleep@@GLIBC_2.17",
+    ".symver utimer_posix_clock_nanosleep, clock_nanosleep@GLIBC_2.2.5",
+    ".symver utimer_posix_sleep, sleep@@GLIBC_2.2.5",
+    ".symver utimer_posix_usleep, usleep@@GLIBC_2.2.5",
     ".symver utimer_posix_signalfd, signalfd@@GLIBC_2.7",
     ".symver utimer_posix_close, close@@GLIBC_2.2.5",
     ".symver utimer_posix_write, write@@GLIBC_2.2.5",
@@ -539,4 +546,42 @@ timer_fns! {
         // SAFETY: as above.
         unsafe { inherit::execveat(dirfd, path, argv, envp, flags) }
     }
+}
+
+timer_fns! {
+    /// `nanosleep()`: a sleeping thread serves the timers (`sleep.rs`).
+    fn utimer_posix_nanosleep(req: *const libc::timespec, rem: *mut libc::timespec) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { sleep::nanosleep(req, rem) }
+    }
+}
+
+timer_fns! {
+    /// `clock_nanosleep()`, glibc's `GLIBC_2.17` and librt's `GLIBC_2.2.5`:
+    /// as `nanosleep()`.
+    fn utimer_posix_clock_nanosleep(
+        clock: libc::clockid_t,
+        flags: c_int,
+        req: *const libc::timespec,
+        rem: *mut libc::timespec
+    ) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { sleep::clock_nanosleep(clock, flags, req, rem) }
+    }
+}
+
+timer_fns! {
+    /// `usleep()`: as `nanosleep()`.
+    fn utimer_posix_usleep(usec: libc::useconds_t) -> c_int {
+        sleep::usleep(usec)
+    }
+}
+
+/// `sleep()`: as `nanosleep()`.
+///
+/// # Safety
+/// As glibc's function of that name (none: it takes an integer).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn utimer_posix_sleep(seconds: libc::c_uint) -> libc::c_uint {
+    sleep::sleep(seconds)
 }

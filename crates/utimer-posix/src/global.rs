@@ -82,11 +82,10 @@ fn start() -> Option<*mut utimer_t> {
         return None;
     }
     let workers = workers();
-    let u = match workers {
-        // One worker on each CPU, as the kernel's timer bases.
-        0 => utimer_capi::utimer_open_pinned(),
-        n => utimer_capi::utimer_open(n),
-    };
+    // 0: one worker on each CPU, as the kernel's timer bases. Threads
+    // that sleep in the library's sleep calls serve the hrtimers
+    // (`sleep.rs`).
+    let u = utimer_capi::open_serving(workers);
     if u.is_null() {
         let err = std::io::Error::last_os_error();
         warn(
@@ -180,6 +179,7 @@ extern "C" fn forget_in_child() {
         STATE.store(IDLE, Ordering::Release);
     }
     crate::timer::fork_child();
+    crate::sleep::fork_child();
 }
 
 /// The locks held across `fork` are taken in the library's lock order:

@@ -55,6 +55,16 @@
 //!   dies with its descriptor;
 //!   the expirations are written through a private duplicate, so a
 //!   descriptor number that the program reuses never receives one.
+//! * Sleeps (`sleep.rs`): the library interposes `nanosleep`,
+//!   `clock_nanosleep`, `sleep` and `usleep`. A thread that sleeps in one
+//!   fires the timers itself while it sleeps (one thread at a time), as a
+//!   CPU's own timer interrupt does in the kernel, and the workers sleep
+//!   past them: a timer's signal to a sleeping program then costs one
+//!   wake-up, as on the kernel, not two. When the thread wakes, the
+//!   workers take the timers back without being woken (each sleeps on a
+//!   timerfd the thread moves: `utimer::Serving`); if the thread stays
+//!   away while it holds the role (a handler of the program's that
+//!   blocks), they take them after a grace (`utimer::SERVE_GRACE`).
 //! * Acceptance (`signals.rs`): the trampoline, the `sigwait` family and
 //!   `read`/`__read_chk` of the program's signalfds report every signal
 //!   they accept to utimer, which then queues each timer's signal on its
@@ -74,7 +84,15 @@
 //! of a timerfd (`dup`, `F_DUPFD`) reads its expirations but takes no
 //! `timerfd_settime`; handlers installed by a raw `rt_sigaction` system
 //! call bypass the deferral; the library relies on static TLS, so load it
-//! with `LD_PRELOAD` or link it, not with `dlopen`.
+//! with `LD_PRELOAD` or link it, not with `dlopen`. The library holds a
+//! timerfd per worker and one per thread that has slept in a served sleep
+//! (`TFD_CLOEXEC`, numbered from 3 up): the program's `close` of one
+//! answers `EBADF` and `close_range` and `closefrom` close around them,
+//! as if the numbers were free, but `dup2` or `dup3` onto one fails with
+//! `EBUSY`, and a raw `close` system call takes one away (its timers then
+//! fire up to a millisecond late). A served sleep is not stretched by the
+//! thread's timer slack, as the kernel's is (up to 50 µs by default): it
+//! ends at its time or just after, never before.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 // glibc's names for glibc's types: `timer_t`.
@@ -87,6 +105,7 @@ mod inherit;
 mod real;
 mod sched;
 mod signals;
+mod sleep;
 mod timer;
 mod timerfd;
 mod verbose;

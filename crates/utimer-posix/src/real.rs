@@ -48,6 +48,15 @@ type SchedSetparamFn = unsafe extern "C" fn(libc::pid_t, *const libc::sched_para
 type PthreadSetschedparamFn =
     unsafe extern "C" fn(libc::pthread_t, c_int, *const libc::sched_param) -> c_int;
 type PthreadSetschedprioFn = unsafe extern "C" fn(libc::pthread_t, c_int) -> c_int;
+type NanosleepFn = unsafe extern "C" fn(*const libc::timespec, *mut libc::timespec) -> c_int;
+type ClockNanosleepFn = unsafe extern "C" fn(
+    libc::clockid_t,
+    c_int,
+    *const libc::timespec,
+    *mut libc::timespec,
+) -> c_int;
+type SleepFn = unsafe extern "C" fn(libc::c_uint) -> libc::c_uint;
+type UsleepFn = unsafe extern "C" fn(libc::useconds_t) -> c_int;
 type Argv = *const *const c_char;
 type ExecveFn = unsafe extern "C" fn(*const c_char, Argv, Argv) -> c_int;
 type ExecvFn = unsafe extern "C" fn(*const c_char, Argv) -> c_int;
@@ -56,6 +65,10 @@ type ExecveatFn = unsafe extern "C" fn(c_int, *const c_char, Argv, Argv, c_int) 
 
 /// The functions passed through.
 pub(crate) struct Real {
+    pub(crate) nanosleep: NanosleepFn,
+    pub(crate) clock_nanosleep: ClockNanosleepFn,
+    pub(crate) sleep: SleepFn,
+    pub(crate) usleep: UsleepFn,
     pub(crate) timer_create: TimerCreateFn,
     pub(crate) timer_settime: TimerSettimeFn,
     pub(crate) timer_gettime: TimerGettimeFn,
@@ -151,6 +164,10 @@ macro_rules! sym {
 
 fn resolve() -> Real {
     Real {
+        nanosleep: sym!(NanosleepFn: c"nanosleep", c"GLIBC_2.2.5"),
+        clock_nanosleep: sym!(ClockNanosleepFn: c"clock_nanosleep", c"GLIBC_2.17"),
+        sleep: sym!(SleepFn: c"sleep", c"GLIBC_2.2.5"),
+        usleep: sym!(UsleepFn: c"usleep", c"GLIBC_2.2.5"),
         timer_create: sym!(TimerCreateFn: c"timer_create", c"GLIBC_2.34", c"GLIBC_2.3.3"),
         timer_settime: sym!(TimerSettimeFn: c"timer_settime", c"GLIBC_2.34", c"GLIBC_2.3.3"),
         timer_gettime: sym!(TimerGettimeFn: c"timer_gettime", c"GLIBC_2.34", c"GLIBC_2.3.3"),

@@ -40,7 +40,10 @@ fn ours(pid: libc::pid_t) -> bool {
 }
 
 /// The workers serve priority `p` (now, or once the system starts).
+/// Every successful scheduling call of the program's passes here: a
+/// thread's cached priority (`sleep.rs`) is read again after it.
 fn serve(p: c_int) {
+    crate::sleep::scheduling_changed();
     if p < 1 {
         return;
     }

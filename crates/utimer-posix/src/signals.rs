@@ -105,6 +105,7 @@ extern "C" fn trampoline(signo: c_int, info: *mut libc::siginfo_t, ctx: *mut c_v
         if flags & libc::SA_RESETHAND != 0 {
             reset_to_default(signo);
         }
+        crate::sleep::handler_ran();
         crate::real::set_errno(saved);
         if flags & libc::SA_SIGINFO != 0 {
             // SAFETY: the program installed this value as an `sa_sigaction`.

@@ -190,8 +190,13 @@ fn release(fd: c_int) {
     }
 }
 
-/// `close()`.
+/// `close()`. A descriptor of utimer's own (`utimer::owns_fd`: a worker's
+/// or a sleeping thread's alarm) is no descriptor of the program's:
+/// `EBADF`, as the kernel answers for a number the program never opened.
 pub(crate) fn close(fd: c_int) -> c_int {
+    if utimer::owns_fd(fd) {
+        return crate::real::fail(libc::EBADF);
+    }
     release(fd);
     crate::signals::forget_fd(fd);
     // SAFETY: glibc's function.
@@ -210,6 +215,28 @@ pub(crate) fn close_range(first: libc::c_uint, last: libc::c_uint, flags: c_int)
         capi::for_each_timerfd(first, last, release);
         crate::signals::forget_range(first, last);
     }
+    if first > last || flags & libc::CLOSE_RANGE_CLOEXEC as c_int != 0 {
+        // Fails on its arguments, or only marks close-on-exec (utimer's own
+        // descriptors are already).
+        return real_close_range(first, last, flags);
+    }
+    // utimer's own descriptors stay open: the range is closed around them.
+    let mut from = first;
+    let mut rc = 0;
+    utimer::for_each_owned_fd(first, last, |fd| {
+        let fd = fd as libc::c_uint;
+        if fd > from {
+            rc |= real_close_range(from, fd - 1, flags);
+        }
+        from = fd + 1;
+    });
+    if from <= last {
+        rc |= real_close_range(from, last, flags);
+    }
+    rc
+}
+
+fn real_close_range(first: libc::c_uint, last: libc::c_uint, flags: c_int) -> c_int {
     match real().close_range {
         // SAFETY: glibc's function, the caller's arguments.
         Some(f) => unsafe { f(first, last, flags) },
@@ -222,6 +249,13 @@ pub(crate) fn close_range(first: libc::c_uint, last: libc::c_uint, flags: c_int)
 /// closes the numbers (a negative `low` is 0, as glibc reads it).
 pub(crate) fn closefrom(low: c_int) {
     let first = low.max(0) as libc::c_uint;
+    let mut owned = false;
+    utimer::for_each_owned_fd(first, libc::c_uint::MAX, |_| owned = true);
+    if owned {
+        // utimer's own descriptors stay open (`close_range`).
+        close_range(first, libc::c_uint::MAX, 0);
+        return;
+    }
     capi::for_each_timerfd(first, libc::c_uint::MAX, release);
     crate::signals::forget_range(first, libc::c_uint::MAX);
     match real().closefrom {
@@ -267,6 +301,11 @@ pub(crate) fn dup(old: c_int) -> c_int {
 /// `dup2()`: a timerfd on `new` ends when another file replaces it, and a
 /// duplicate of a timerfd names its timer.
 pub(crate) fn dup2(old: c_int, new: c_int) -> c_int {
+    if old != new && utimer::owns_fd(new) {
+        // utimer's own descriptor cannot be replaced: the kernel's answer
+        // for a number it cannot take now.
+        return crate::real::fail(libc::EBUSY);
+    }
     if old != new && is_open(old) {
         release(new);
     }
@@ -280,6 +319,10 @@ pub(crate) fn dup2(old: c_int, new: c_int) -> c_int {
 
 /// `dup3()`, as `dup2`.
 pub(crate) fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    if old != new && utimer::owns_fd(new) {
+        // As `dup2`.
+        return crate::real::fail(libc::EBUSY);
+    }
     if old != new && is_open(old) && flags & !libc::O_CLOEXEC == 0 {
         release(new);
     }

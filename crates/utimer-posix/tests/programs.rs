@@ -115,7 +115,8 @@ fn the_library_serves_the_program() {
          show((void *)timerfd_create); show((void *)sigaction); show((void *)close);\n\
          show((void *)sched_setscheduler); show((void *)pthread_setschedprio);\n\
          show((void *)close_range); show((void *)closefrom);\n\
-         show((void *)execve); show((void *)execl); return 0; }\n",
+         show((void *)execve); show((void *)execl);\n\
+         show((void *)nanosleep); show((void *)clock_nanosleep); show((void *)sleep); show((void *)usleep); return 0; }\n",
     )
     .unwrap();
     let exe = dir.join("which");
@@ -130,7 +131,7 @@ fn the_library_serves_the_program() {
     let lib = library();
     let out = Command::new(&exe).env("LD_PRELOAD", &lib).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.lines().count(), 11, "{text}");
+    assert_eq!(text.lines().count(), 15, "{text}");
     for line in text.lines() {
         assert!(
             line.ends_with("libutimer_posix.so"),
@@ -161,7 +162,7 @@ fn the_library_serves_the_program() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.lines().count(), 11, "{text}");
+    assert_eq!(text.lines().count(), 15, "{text}");
     for line in text.lines() {
         assert!(
             line.ends_with("libutimer_posix.so"),
@@ -169,6 +170,11 @@ fn the_library_serves_the_program() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sleep() {
+    both("sleep");
 }
 
 #[test]

@@ -153,9 +153,12 @@ pub use migration::{GroupInfo, MigrationStats, Topology};
 pub use posix::{ItimerSpec, Notify, PosixTimers, TimerId};
 #[cfg(not(loom))]
 pub use runtime::Runtime;
+#[cfg(not(loom))]
+pub use sync::alarm::{for_each_owned_fd, owns_fd};
 pub use system::{
-    Builder, EnterGuard, HrSleeper, Interrupter, Metrics, SleepOutcome, Sleeper, SystemRef,
-    TimerList, TimerSystem, WheelBaseInfo, Worker, WorkerTimers, MAX_AHEAD, MAX_WORKERS, MIN_AHEAD,
+    Builder, EnterGuard, HrSleeper, Interrupter, Metrics, Server, Serving, SleepOutcome, Sleeper,
+    SystemRef, TimerList, TimerSystem, WheelBaseInfo, Woke, Worker, WorkerTimers, MAX_AHEAD,
+    MAX_WORKERS, MIN_AHEAD, SERVE_GRACE,
 };
 pub use time::{Clock, ClockId, Expiry};
 pub use timer_list::{BaseKind, BaseStats, Timer, TimerFlags};

@@ -27,9 +27,12 @@
 //! (`queue.rs`: an indexed 4-ary heap, the kernel's rbtree `timerqueue`)
 //! under its own lock. A timer is created on a worker (the creating
 //! thread's, as wheel timers are armed locally) and stays on that worker's
-//! base of its clock — it is pinned: it is always expired by its worker,
-//! as the kernel's hrtimers are (they are no part of the pull model). Only
-//! hot-plug moves it (`offline`), and a POSIX timer's clock switch.
+//! base of its clock — it is pinned: it is expired by its worker, as the
+//! kernel's hrtimers are by their CPU (they are no part of the pull
+//! model), or by a program thread that serves every base while it sleeps
+//! (`system/serve.rs`, the way a sleeping CPU's own interrupt fires its
+//! hrtimers). Only hot-plug moves it (`offline`), and a POSIX timer's
+//! clock switch.
 //!
 //! A base has a second queue beside it, for *sleepers* (`sleeper.rs`, the
 //! kernel's `hrtimer_sleeper`): hrtimers whose only callback is to wake a
@@ -109,10 +112,11 @@ pub use timer::HrTimer;
 
 use crate::sync::state::{DEAD, OFFLINE};
 use crate::sync::summary::Summaries;
+use crate::sync::{AtomicBool, AtomicU64};
 use crate::time::{ClockId, TickSource};
 use base::{HrBase, ONLINE};
 use std::any::Any;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::Arc;
 
 /// Clocks per worker.
@@ -148,14 +152,33 @@ pub struct HrBaseInfo {
 /// Every worker's hrtimer bases.
 pub(crate) struct HrTable {
     bases: Box<[HrBase]>,
+    /// Whether sleeping program threads may serve these bases
+    /// (`system/serve.rs`); fixed at build.
+    pub(crate) serve_mode: bool,
+    /// A thread serves every base now (`system/serve.rs`): it sleeps until
+    /// their first expiry, and a worker that goes idle leaves them to it.
+    /// Written with `SeqCst` before the server looks at any base or
+    /// worker.
+    pub(crate) served: AtomicBool,
+    /// Claims of the serving role so far: a worker that saw one since it
+    /// last parked sleeps on its alarm (`system/serve.rs`).
+    pub(crate) claims: AtomicU64,
+    /// Steps of the serving thread so far (each look at the bases): a
+    /// worker that sees none between two of its sleeps fires the hrtimers
+    /// itself (`system/serve.rs`).
+    pub(crate) beats: AtomicU64,
     /// The workers' next-event summaries, which the bases invalidate
     /// (`sync/summary.rs`); kept here so that they outlive the bases.
     _summaries: Arc<Summaries>,
 }
 
 impl HrTable {
-    pub(crate) fn new(workers: usize, summaries: Arc<Summaries>) -> HrTable {
+    pub(crate) fn new(workers: usize, summaries: Arc<Summaries>, serve_mode: bool) -> HrTable {
         HrTable {
+            serve_mode,
+            served: AtomicBool::new(false),
+            claims: AtomicU64::new(0),
+            beats: AtomicU64::new(0),
             bases: (0..workers * CLOCKS)
                 .map(|i| {
                     let summary = summaries.of(i / CLOCKS) as *const _;
@@ -215,10 +238,59 @@ impl HrTable {
             .min()
     }
 
+    /// The first hard expiry over every worker's bases, as a
+    /// `CLOCK_MONOTONIC` time, each base publishing its own as
+    /// [`idle_enter`](Self::idle_enter) does: a thread that serves them all
+    /// goes to sleep (`system/serve.rs`).
+    pub(crate) fn idle_enter_all(&self, ticks: &TickSource) -> Option<u64> {
+        (0..self.bases.len() / CLOCKS)
+            .filter_map(|w| self.idle_enter(w, ticks))
+            .min()
+    }
+
+    /// Runs every worker's due hrtimers, on the calling thread (a thread
+    /// that serves them, `system/serve.rs`); returns how many ran.
+    pub(crate) fn run_expired_all(
+        &self,
+        ticks: &TickSource,
+        on_panic: &dyn Fn(&(dyn Any + Send)),
+        wake: &dyn Fn(usize),
+    ) -> usize {
+        (0..self.bases.len() / CLOCKS)
+            .map(|w| self.run_expired(w, ticks, on_panic, wake).0)
+            .sum()
+    }
+
+    /// `worker`'s first soft expiry over its clocks, as a `CLOCK_MONOTONIC`
+    /// time, without a lock (`u64::MAX`: none): nothing of it is due
+    /// before.
+    pub(crate) fn first_soft(&self, worker: usize, ticks: &TickSource) -> u64 {
+        self.worker_bases(worker)
+            .iter()
+            .filter_map(|b| {
+                let soft = b.first_soft();
+                (soft != u64::MAX).then(|| to_monotonic(ticks, b.clock, soft))
+            })
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
     /// `worker` is busy again.
     pub(crate) fn idle_exit(&self, worker: usize) {
         for b in self.worker_bases(worker) {
-            b.idle_until.store(0, Relaxed);
+            if self.serve_mode {
+                // While a thread serves the bases, what is published is its
+                // wake-up, which a start before it must still reach; the
+                // look at `served` is under the lock that the server
+                // publishes under, so the two never cross.
+                let g = b.lock();
+                if !self.served.load(SeqCst) {
+                    b.idle_until.store(0, Relaxed);
+                }
+                drop(g);
+            } else {
+                b.idle_until.store(0, Relaxed);
+            }
         }
     }
 

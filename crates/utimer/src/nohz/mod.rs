@@ -205,6 +205,11 @@ pub(crate) struct Nohz {
     /// The pull model is on (else every worker wakes for its own movable
     /// timers, as the kernel before 6.9; the hierarchy only tracks who is busy).
     pub(crate) pull: bool,
+    /// Looks again for the thread that serves the hrtimers, if one does
+    /// (`system/serve.rs`; set by the system layer at build): an hrtimer
+    /// that an expiry run queues again earlier than published wakes it
+    /// too.
+    pub(crate) serve_kick: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl Nohz {
@@ -214,13 +219,15 @@ impl Nohz {
         stall_bound: u64,
         pull: bool,
         summaries: Arc<Summaries>,
+        serve_mode: bool,
     ) -> Arc<Nohz> {
         Arc::new(Nohz {
             wakers: (0..workers).map(|_| Mutex::new(None)).collect(),
-            hr: HrTable::new(workers, summaries),
+            hr: HrTable::new(workers, summaries, serve_mode),
             hier,
             monitor: Monitor::new(stall_bound),
             pull,
+            serve_kick: std::sync::OnceLock::new(),
         })
     }
 
@@ -265,6 +272,24 @@ impl Nohz {
         Idle::Sleep(Some(next.deadline(ticks).map_or(ticks.tick(), |at| {
             at.saturating_duration_since(Instant::now())
         })))
+    }
+
+    /// [`idle`](Self::idle) for a worker that sleeps on an alarm
+    /// (`system/serve.rs`): `None` to run at once, else its deadline
+    /// without hrtimers and its first hrtimer expiry, each in monotonic ns
+    /// (`u64::MAX`: none). A real clock only.
+    pub(crate) fn idle_split(&self, bases: &Bases, worker: usize) -> Option<(u64, u64)> {
+        let next = self.idle_enter(bases, worker);
+        let ticks = &bases.ticks;
+        if next.earliest().is_some_and(|t| t <= ticks.now_precise())
+            || next
+                .precise
+                .is_some_and(|ns| ns <= ticks.now_ns(ClockId::Monotonic))
+        {
+            return None;
+        }
+        let wheel = next.earliest().map_or(u64::MAX, |t| ticks.ns_of_tick(t));
+        Some((wheel, next.precise.unwrap_or(u64::MAX)))
     }
 
     /// `worker` is busy again. The kernel's `tick_nohz_idle_exit()`.
@@ -340,7 +365,7 @@ impl Nohz {
                     hook(payload);
                 }
             },
-            &|w| self.wake(w),
+            &|w| self.wake_hr(w),
         );
         ran += n;
         next.precise = precise;
@@ -362,6 +387,17 @@ impl Nohz {
             Some(Wake::Worker(w)) => self.wake(w),
             Some(Wake::Monitor) => self.monitor.unpark(),
             None => {}
+        }
+    }
+
+    /// An hrtimer of `worker`'s must fire before it planned to wake: wakes
+    /// it, and the thread that serves the hrtimers, if one does.
+    pub(crate) fn wake_hr(&self, worker: usize) {
+        self.wake(worker);
+        if self.hr.served.load(std::sync::atomic::Ordering::SeqCst) {
+            if let Some(kick) = self.serve_kick.get() {
+                kick();
+            }
         }
     }
 

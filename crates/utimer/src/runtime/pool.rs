@@ -28,7 +28,10 @@
 //! Each worker sleeps on a futex parker (`sync/parker.rs`, with its loom
 //! model): it takes a token before it looks for work and sleeps only while
 //! no `unpark` came since, so a job queued or a timer armed after the look
-//! is never missed.
+//! is never missed. In a system whose sleeping threads may serve the
+//! hrtimers ([`Builder::sleepers_serve`]), it sleeps on an alarm instead,
+//! by the same token rule, whose time such a thread moves without waking
+//! it (`system/serve.rs`).
 //!
 //! Shutdown is orderly. The system shuts down first
 //! ([`TimerSystem::shutdown`]): timers still pending are cancelled (their
@@ -53,6 +56,7 @@ use crate::nohz::Idle;
 use crate::sync::parker::Parker;
 use crate::sync::spin_hint;
 use crate::sync::thread::spawn_masked;
+use crate::system::serve::WorkerSleep;
 use crate::system::{cpu_to_spare, Ahead};
 use crate::{Builder, TimerSystem};
 use std::collections::VecDeque;
@@ -132,6 +136,14 @@ impl Runtime {
             .try_build_without_threads()
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         let sys = Arc::new(sys);
+        if let Some(serve) = sys.serve_state() {
+            // Threads may serve the hrtimers: each worker sleeps on an
+            // alarm they can move (`system/serve.rs`).
+            let sleeps = (0..sys.workers())
+                .map(|_| WorkerSleep::new())
+                .collect::<std::io::Result<Box<[_]>>>()?;
+            serve.install(sleeps);
+        }
         let pool = Arc::new(Pool {
             slots: (0..sys.workers()).map(|_| Slot::default()).collect(),
             shutdown: AtomicBool::new(false),
@@ -192,12 +204,13 @@ impl Runtime {
 
     /// Runs `job` on worker `worker` (modulo the number of workers).
     pub fn spawn_on(&self, worker: usize, job: impl FnOnce() + Send + 'static) {
-        let slot = &self.pool.slots[worker % self.pool.slots.len()];
+        let w = worker % self.pool.slots.len();
+        let slot = &self.pool.slots[w];
         slot.jobs
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push_back(Box::new(job));
-        slot.parker.unpark();
+        unpark(&self.sys, slot, w);
     }
 
     /// How many times `worker` woke from sleep so far.
@@ -240,8 +253,8 @@ impl Runtime {
         if let Some(watch) = &self.clockwatch {
             watch.stop();
         }
-        for slot in self.pool.slots.iter() {
-            slot.parker.unpark();
+        for (w, slot) in self.pool.slots.iter().enumerate() {
+            unpark(&self.sys, slot, w);
         }
         let me = thread::current().id();
         for t in self.threads.drain(..) {
@@ -294,6 +307,31 @@ fn precise_sleeps() {
     crate::sync::futex::set_timer_slack(1);
 }
 
+/// Wakes worker `w`, on its alarm if it sleeps on one (`system/serve.rs`).
+fn unpark(sys: &TimerSystem, slot: &Slot, w: usize) {
+    match sys.serve_state().and_then(|s| s.worker(w)) {
+        Some(sleep) => sleep.unpark(),
+        None => slot.parker.unpark(),
+    }
+}
+
+/// How a worker sleeps: on its futex parker, or on an alarm that threads
+/// serving the hrtimers move (`system/serve.rs`).
+#[derive(Clone, Copy)]
+enum Sleep<'a> {
+    Parker(&'a Parker),
+    Alarm(&'a WorkerSleep),
+}
+
+impl Sleep<'_> {
+    fn token(self) -> u32 {
+        match self {
+            Sleep::Parker(p) => p.token(),
+            Sleep::Alarm(a) => a.token(),
+        }
+    }
+}
+
 fn pop_job(slot: &Slot) -> Option<Job> {
     slot.jobs
         .lock()
@@ -303,8 +341,19 @@ fn pop_job(slot: &Slot) -> Option<Job> {
 
 fn worker_main(sys: &TimerSystem, pool: &Arc<Pool>, w: usize) {
     let slot = &pool.slots[w];
+    let serve = sys.serve_state().cloned();
+    let sleep = match serve.as_ref().and_then(|s| s.worker(w)) {
+        Some(alarm) => Sleep::Alarm(alarm),
+        None => Sleep::Parker(&slot.parker),
+    };
     let waker_pool = pool.clone();
-    let worker = match sys.register_worker(w, move || waker_pool.slots[w].parker.unpark()) {
+    let waker_serve = serve.clone();
+    let worker = match sys.register_worker(w, move || {
+        match waker_serve.as_ref().and_then(|s| s.worker(w)) {
+            Some(alarm) => alarm.unpark(),
+            None => waker_pool.slots[w].parker.unpark(),
+        }
+    }) {
         Ok(worker) => worker,
         Err(_) => return,
     };
@@ -313,7 +362,7 @@ fn worker_main(sys: &TimerSystem, pool: &Arc<Pool>, w: usize) {
     loop {
         // The token first, then the flag: a shutdown after this look bumps
         // the token, and the park below returns at once.
-        let seen = slot.parker.token();
+        let seen = sleep.token();
         if pool.shutdown.load(SeqCst) {
             return;
         }
@@ -335,6 +384,42 @@ fn worker_main(sys: &TimerSystem, pool: &Arc<Pool>, w: usize) {
         if busy {
             continue;
         }
+        if let Sleep::Alarm(alarm) = sleep {
+            match worker.idle_split() {
+                None => worker.idle_exit(),
+                Some((wheel, hr)) => {
+                    let mono = || sys.clock_ns(crate::ClockId::Monotonic);
+                    let now = mono();
+                    let at = wheel.min(hr);
+                    if worker.realtime() && !worker.served() && at != u64::MAX {
+                        // Its own hrtimers, on time: wake ahead as below.
+                        let park = |d: Duration| {
+                            let until = sys.clock_ns(crate::ClockId::Monotonic);
+                            let d = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+                            // Nobody serves: the whole sleep is its own.
+                            let nobody = || (false, worker.serving().1, worker.serving().2);
+                            let first = || worker.hr_first();
+                            alarm.park(
+                                seen,
+                                until.saturating_add(d),
+                                u64::MAX,
+                                &nobody,
+                                &mono,
+                                &first,
+                            );
+                        };
+                        let d = Duration::from_nanos(at.saturating_sub(now));
+                        sleep_ahead(&park, &|| alarm.token(), seen, d, &mut ahead);
+                    } else {
+                        let first = || worker.hr_first();
+                        alarm.park(seen, wheel, hr, &|| worker.serving(), &mono, &first);
+                    }
+                    slot.wakeups.fetch_add(1, SeqCst);
+                    worker.idle_exit();
+                }
+            }
+            continue;
+        }
         let timeout = match worker.idle() {
             Idle::Run => {
                 worker.idle_exit();
@@ -343,7 +428,10 @@ fn worker_main(sys: &TimerSystem, pool: &Arc<Pool>, w: usize) {
             Idle::Sleep(timeout) => timeout,
         };
         match timeout {
-            Some(d) if worker.realtime() => sleep_ahead(&slot.parker, seen, d, &mut ahead),
+            Some(d) if worker.realtime() => {
+                let park = |d: Duration| slot.parker.park(seen, Some(d));
+                sleep_ahead(&park, &|| slot.parker.token(), seen, d, &mut ahead);
+            }
             _ => slot.parker.park(seen, timeout),
         }
         slot.wakeups.fetch_add(1, SeqCst);
@@ -356,19 +444,25 @@ fn worker_main(sys: &TimerSystem, pool: &Arc<Pool>, w: usize) {
 /// CPU, so the expiry runs on time; an unpark ends either part. Within the
 /// worker's share of waiting on the CPU, and with a CPU to spare, only;
 /// else it parks to the end.
-fn sleep_ahead(parker: &Parker, seen: u32, d: Duration, ahead: &mut Ahead) {
+fn sleep_ahead(
+    park: &dyn Fn(Duration),
+    token: &dyn Fn() -> u32,
+    seen: u32,
+    d: Duration,
+    ahead: &mut Ahead,
+) {
     let start = Instant::now();
     let due = start + d;
     let margin = ahead.margin();
     // The share counts from where the wait on the CPU would begin.
     if !ahead.within_share(due.checked_sub(margin).unwrap_or(start).max(start)) {
-        parker.park(seen, Some(d));
+        park(d);
         return;
     }
     if d > margin {
         let wake_at = due - margin;
-        parker.park(seen, Some(d - margin));
-        if parker.token() != seen {
+        park(d - margin);
+        if token() != seen {
             return;
         }
         let now = Instant::now();
@@ -379,11 +473,11 @@ fn sleep_ahead(parker: &Parker, seen: u32, d: Duration, ahead: &mut Ahead) {
         ahead.woke_late(now - wake_at);
     }
     if !cpu_to_spare() {
-        parker.park(seen, Some(due.saturating_duration_since(Instant::now())));
+        park(due.saturating_duration_since(Instant::now()));
         return;
     }
     let mut now = Instant::now();
-    while parker.token() == seen && now < due {
+    while token() == seen && now < due {
         spin_hint();
         now = Instant::now();
     }

@@ -13,6 +13,7 @@
 //!
 //! [loom]: https://docs.rs/loom
 
+pub(crate) mod alarm;
 mod biased;
 pub(crate) mod futex;
 pub(crate) mod parker;

@@ -39,6 +39,7 @@ pub struct Builder {
     pin: Option<Vec<usize>>,
     stall_bound: u64,
     pull: bool,
+    sleepers_serve: bool,
 }
 
 impl std::fmt::Debug for Builder {
@@ -54,6 +55,7 @@ impl std::fmt::Debug for Builder {
             .field("pin", &self.pin)
             .field("stall_bound", &self.stall_bound)
             .field("pull", &self.pull)
+            .field("sleepers_serve", &self.sleepers_serve)
             .finish()
     }
 }
@@ -71,6 +73,7 @@ impl Default for Builder {
             pin: None,
             stall_bound: 2,
             pull: true,
+            sleepers_serve: false,
         }
     }
 }
@@ -172,6 +175,21 @@ impl Builder {
         self
     }
 
+    /// Lets a thread that sleeps in [`TimerSystem::serve`] fire the
+    /// system's hrtimers itself, as a CPU's own timer interrupt fires its
+    /// hrtimers in the kernel, while the [`Runtime`](crate::Runtime)'s
+    /// workers sleep past them (default off; see [`Serving`]). The
+    /// runtime's workers then sleep on an alarm that such a thread moves
+    /// without waking them (one timerfd per worker). A system without
+    /// threads of its own ignores it: [`TimerSystem::serve`] answers
+    /// `None`.
+    ///
+    /// [`Serving`]: crate::Serving
+    pub fn sleepers_serve(mut self, on: bool) -> Self {
+        self.sleepers_serve = on;
+        self
+    }
+
     /// One worker pinned to each CPU the process may run on (its main
     /// thread's affinity, not the calling thread's), as the kernel keeps
     /// timer bases per CPU: [`workers`](Self::workers) and
@@ -245,6 +263,7 @@ impl Builder {
             self.stall_bound,
             self.pull,
             summaries.clone(),
+            self.sleepers_serve,
         );
         let config = BasesConfig {
             stats: self.stats,
@@ -259,7 +278,11 @@ impl Builder {
             self.panic_hook,
             summaries,
         );
+        let serve = Arc::new(super::serve::Serve::new());
+        let kick = serve.clone();
+        let _ = nohz.serve_kick.set(Box::new(move || kick.kick()));
         let core = Core {
+            serve,
             bases,
             nohz,
             realtime: Default::default(),

@@ -18,7 +18,9 @@ impl HrEnv for Core {
     }
 
     fn wake(&self, worker: usize) {
-        self.nohz.wake(worker);
+        // The worker, and a thread that serves, which sleeps for the same
+        // expiry (`serve.rs`).
+        self.nohz.wake_hr(worker);
     }
 
     fn entered_worker(&self) -> Option<usize> {

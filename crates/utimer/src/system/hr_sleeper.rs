@@ -174,7 +174,8 @@ impl<S: SystemRef> HrSleeper<S> {
             w.wake();
         }
         if let Some(w) = wake {
-            sys.core.nohz.wake(w);
+            // The worker, and a thread that serves the hrtimers (`serve.rs`).
+            crate::hrtimer::HrEnv::wake(&sys.core, w);
         }
         Ok(())
     }

@@ -38,6 +38,7 @@ mod hr;
 mod hr_sleeper;
 mod metrics;
 mod realtime;
+pub(crate) mod serve;
 mod shutdown;
 mod sleep;
 mod worker;
@@ -47,6 +48,7 @@ pub use hr_sleeper::{HrSleeper, SystemRef};
 pub use metrics::{Metrics, TimerList, WheelBaseInfo, WorkerTimers};
 pub(crate) use realtime::{cpu_to_spare, thread_priority, Ahead};
 pub use realtime::{MAX_AHEAD, MIN_AHEAD};
+pub use serve::{Server, Serving, Woke, SERVE_GRACE};
 pub use sleep::{Interrupter, SleepOutcome, Sleeper};
 pub use worker::Worker;
 
@@ -67,6 +69,8 @@ pub(crate) struct Core {
     pub(crate) nohz: Arc<Nohz>,
     /// The workers' real-time priority (`realtime.rs`).
     pub(crate) realtime: Arc<realtime::Realtime>,
+    /// Sleeping threads that serve the hrtimers (`serve.rs`).
+    pub(crate) serve: Arc<serve::Serve>,
 }
 
 /// A set of workers, each with its own timer bases. Dropping it (or
@@ -131,6 +135,13 @@ impl TimerSystem {
     /// Number of workers.
     pub fn workers(&self) -> usize {
         self.core.bases.workers()
+    }
+
+    /// The runtime's workers sleep on alarms that serving threads move
+    /// (`serve.rs`): whether they must, and the state to install them in.
+    pub(crate) fn serve_state(&self) -> Option<&Arc<serve::Serve>> {
+        (self.core.nohz.hr.serve_mode && !self.core.bases.ticks.clock().is_manual())
+            .then_some(&self.core.serve)
     }
 
     /// The current tick, cheaply (the kernel's `jiffies`). With the default
@@ -265,6 +276,16 @@ impl TimerSystem {
                 self.core.nohz.wake(w);
                 woken += 1;
             }
+        }
+        // A thread that serves the hrtimers sleeps with the old offset too.
+        if self
+            .core
+            .nohz
+            .hr
+            .served
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            self.core.serve.kick();
         }
         woken
     }
@@ -470,7 +491,8 @@ impl TimerSystem {
         drop(serial);
         self.core.nohz.act(top);
         for w in wake {
-            self.core.nohz.wake(w);
+            // The target worker, and a thread that serves (`serve.rs`).
+            crate::hrtimer::HrEnv::wake(&self.core, w);
         }
         Ok(moved + hr_moved)
     }

@@ -142,6 +142,39 @@ impl Worker {
         self.core.nohz.idle(&self.core.bases, self.index)
     }
 
+    /// [`idle`](Self::idle) for a worker that sleeps on an alarm: `None`
+    /// to run at once, else its wheel deadline and first hrtimer expiry in
+    /// monotonic ns (`system/serve.rs`).
+    pub(crate) fn idle_split(&self) -> Option<(u64, u64)> {
+        self.core.nohz.idle_split(&self.core.bases, self.index)
+    }
+
+    /// This worker's first hrtimer expiry now, monotonic ns (`u64::MAX`:
+    /// none), without a lock.
+    pub(crate) fn hr_first(&self) -> u64 {
+        self.core
+            .nohz
+            .hr
+            .first_soft(self.index, &self.core.bases.ticks)
+    }
+
+    /// Whether a thread serves the hrtimers now (`system/serve.rs`).
+    pub(crate) fn served(&self) -> bool {
+        self.serving().0
+    }
+
+    /// Whether a thread serves the hrtimers now, and how many claims of
+    /// the role and serving steps were made so far (`system/serve.rs`).
+    pub(crate) fn serving(&self) -> (bool, u64, u64) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let hr = &self.core.nohz.hr;
+        (
+            hr.served.load(SeqCst),
+            hr.claims.load(SeqCst),
+            hr.beats.load(SeqCst),
+        )
+    }
+
     /// "I am busy again": arms on this worker's bases stop waking it. The
     /// kernel's `tick_nohz_idle_exit()`.
     #[doc(alias = "tick_nohz_idle_exit")]
