@@ -104,6 +104,15 @@ impl NextEvents {
         min(self.earliest(), self.precise.map(|ns| ticks.tick_of_ns(ns)))
     }
 
+    /// Whether an event is due now (a wheel event at the precise clock's
+    /// tick, an hrtimer at the monotonic clock's nanosecond).
+    fn due(self, ticks: &TickSource) -> bool {
+        self.earliest().is_some_and(|t| t <= ticks.now_precise())
+            || self
+                .precise
+                .is_some_and(|ns| ns <= ticks.now_ns(ClockId::Monotonic))
+    }
+
     /// The earliest event of all as a monotonic instant (`None`: none, or a
     /// manual clock).
     pub(crate) fn deadline(self, ticks: &TickSource) -> Option<Instant> {
@@ -259,11 +268,7 @@ impl Nohz {
     pub(crate) fn idle(&self, bases: &Bases, worker: usize) -> Idle {
         let next = self.idle_enter(bases, worker);
         let ticks = &bases.ticks;
-        if next.earliest().is_some_and(|t| t <= ticks.now_precise())
-            || next
-                .precise
-                .is_some_and(|ns| ns <= ticks.now_ns(ClockId::Monotonic))
-        {
+        if next.due(ticks) {
             return Idle::Run;
         }
         if next.earliest().is_none() && next.precise.is_none() {
@@ -281,11 +286,7 @@ impl Nohz {
     pub(crate) fn idle_split(&self, bases: &Bases, worker: usize) -> Option<(u64, u64)> {
         let next = self.idle_enter(bases, worker);
         let ticks = &bases.ticks;
-        if next.earliest().is_some_and(|t| t <= ticks.now_precise())
-            || next
-                .precise
-                .is_some_and(|ns| ns <= ticks.now_ns(ClockId::Monotonic))
-        {
+        if next.due(ticks) {
             return None;
         }
         let wheel = next.earliest().map_or(u64::MAX, |t| ticks.ns_of_tick(t));
