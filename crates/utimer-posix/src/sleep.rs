@@ -93,7 +93,10 @@ pub(crate) fn scheduling_changed() {
 /// other policy), read once per scheduling change the library sees.
 fn own_priority() -> c_int {
     let now = SCHEDULING.load(Ordering::Acquire);
-    let (seen, p) = PRIORITY.with(std::cell::Cell::get);
+    // (A thread past its thread-locals' end reads afresh.)
+    let (seen, p) = PRIORITY
+        .try_with(std::cell::Cell::get)
+        .unwrap_or((u64::MAX, 0));
     if seen == now {
         return p;
     }
@@ -110,13 +113,19 @@ fn own_priority() -> c_int {
             0
         }
     };
-    PRIORITY.with(|c| c.set((now, p)));
+    let _ = PRIORITY.try_with(|c| c.set((now, p)));
     p
 }
 
 /// The trampoline ran a handler of the program's on this thread.
 pub(crate) fn handler_ran() {
-    HANDLED.with(|h| h.set(h.get().wrapping_add(1)));
+    let _ = HANDLED.try_with(|h| h.set(h.get().wrapping_add(1)));
+}
+
+/// Handlers run on this thread so far (0 past its thread-locals' end, where
+/// it serves no more).
+fn handled() -> u64 {
+    HANDLED.try_with(std::cell::Cell::get).unwrap_or(0)
 }
 
 /// In a `fork` child: servers made before are the parent's.
@@ -124,20 +133,25 @@ pub(crate) fn fork_child() {
     FORKS.fetch_add(1, Ordering::AcqRel);
 }
 
-/// This thread's server (`None`: no descriptor to make one with).
+/// This thread's server. `None`: no descriptor to make one with, a thread
+/// past its thread-locals' end, or a handler that interrupted this very
+/// lookup (it then sleeps in glibc).
 fn server() -> Option<Arc<Server>> {
     let forks = FORKS.load(Ordering::Acquire);
-    SERVER.with(|s| {
-        let mut s = s.borrow_mut();
-        if let Some((made, server)) = s.as_ref() {
-            if *made == forks {
-                return Some(server.clone());
+    SERVER
+        .try_with(|s| {
+            let mut s = s.try_borrow_mut().ok()?;
+            if let Some((made, server)) = s.as_ref() {
+                if *made == forks {
+                    return Some(server.clone());
+                }
             }
-        }
-        let server = Arc::new(Server::new().ok()?);
-        *s = Some((forks, server.clone()));
-        Some(server)
-    })
+            let server = Arc::new(Server::new().ok()?);
+            *s = Some((forks, server.clone()));
+            Some(server)
+        })
+        .ok()
+        .flatten()
 }
 
 fn monotonic_ns() -> u64 {
@@ -183,8 +197,8 @@ fn serve_until(deadline: u64) -> Option<Ended> {
         return None;
     }
     let server = server()?;
-    let handled = HANDLED.with(std::cell::Cell::get);
-    let interrupted = || critical::holds() || HANDLED.with(std::cell::Cell::get) != handled;
+    let handled_before = handled();
+    let interrupted = || critical::holds() || handled() != handled_before;
     let serving = {
         let _section = critical::enter();
         sys.serve(&server)?
