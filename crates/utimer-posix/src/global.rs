@@ -180,6 +180,7 @@ extern "C" fn forget_in_child() {
     }
     crate::timer::fork_child();
     crate::sleep::fork_child();
+    restore_signals_after_fork();
 }
 
 /// The locks held across `fork` are taken in the library's lock order:
@@ -187,6 +188,10 @@ extern "C" fn forget_in_child() {
 /// lists of waiting timer signals (taken under a timer's lock elsewhere)
 /// last.
 extern "C" fn fork_prepare() {
+    // No handler may run on this thread while it holds the library's locks
+    // across the fork (its acceptance takes them too): every signal is
+    // blocked until the parent or the child has let them go.
+    block_signals_for_fork();
     crate::inherit::fork_prepare();
     crate::timer::fork_prepare();
 }
@@ -194,4 +199,30 @@ extern "C" fn fork_prepare() {
 extern "C" fn fork_parent() {
     crate::timer::fork_parent();
     crate::inherit::fork_parent();
+    restore_signals_after_fork();
+}
+
+thread_local! {
+    /// The forking thread's signal mask, kept from `fork_prepare` to the
+    /// parent's or the child's handler (the child's thread is a copy).
+    static FORK_MASK: std::cell::Cell<Option<libc::sigset_t>> = const { std::cell::Cell::new(None) };
+}
+
+fn block_signals_for_fork() {
+    // SAFETY: zeroed sigset_t values are valid; the call writes only `old`.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        if libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old) == 0 {
+            let _ = FORK_MASK.try_with(|m| m.set(Some(old)));
+        }
+    }
+}
+
+fn restore_signals_after_fork() {
+    if let Some(old) = FORK_MASK.try_with(|m| m.take()).ok().flatten() {
+        // SAFETY: a mask read by pthread_sigmask above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    }
 }
