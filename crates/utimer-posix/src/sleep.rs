@@ -11,11 +11,13 @@
 //! (`utimer::Serving`, `system/serve.rs` in the core: one thread at a time,
 //! the workers sleep past the hrtimers meanwhile): it sleeps until the
 //! earlier of its own deadline and the first timer expiry, fires what is
-//! due with every signal blocked (a callback is never interrupted, and
-//! a handler never runs in the middle of an expiry run), and then lets the
-//! signals in. The timer signal it queued to its own process is then
-//! delivered to it as the kernel would: on the way out of that system
-//! call, to a thread that does not block it.
+//! due inside a critical section (a callback is never interrupted, and a
+//! handler never runs in the middle of an expiry run) holding back the
+//! timer signals the run queues (`utimer::posix::hold_signals`), and then
+//! queues them. A signal queued to its own process is then delivered to it
+//! as the kernel would: on the way out of that system call, to a thread
+//! that does not block it, with no signal mask set and restored around
+//! the run.
 //!
 //! # Semantics kept
 //!
@@ -213,8 +215,8 @@ fn serve_until(deadline: u64) -> Option<Ended> {
             Woke::Interrupted => break Ended::Interrupted { deadline },
             Woke::Due => {}
         }
-        run_blocked(&serving);
-        // The signals just let in may have run a handler.
+        run_held(&serving);
+        // The signals just queued may have run a handler.
         if interrupted() {
             break Ended::Interrupted { deadline };
         }
@@ -232,22 +234,14 @@ fn serve_until(deadline: u64) -> Option<Ended> {
     Some(ended)
 }
 
-/// Runs the due timers with every signal blocked (module docs), then lets
-/// the signals in.
-fn run_blocked(serving: &utimer::Serving<'_>) {
-    // SAFETY: zeroed sigset_t values are valid; the mask calls write only
-    // the sets given.
-    unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        {
-            let _section = critical::enter();
-            serving.run_expired();
-        }
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-    }
+/// Runs the due timers inside a critical section, holding back the timer
+/// signals they queue, then queues those (module docs).
+fn run_held(serving: &utimer::Serving<'_>) {
+    let held = {
+        let _section = critical::enter();
+        utimer::posix::hold_signals(|| serving.run_expired()).1
+    };
+    held.queue();
 }
 
 /// A valid sleep time in ns (saturating), or the kernel's `EINVAL`.

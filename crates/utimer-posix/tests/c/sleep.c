@@ -10,6 +10,8 @@
  */
 #include "check.h"
 
+#include <setjmp.h>
+
 static _Atomic long handled;
 
 static void on_sig(int sig, siginfo_t *si, void *ctx)
@@ -133,6 +135,63 @@ static void periodic(void)
     CHECK_OK(timer_delete(t));
     CHECK(atomic_load(&handled) - before >= eintr, "%ld handlers for %d interrupted sleeps",
           atomic_load(&handled) - before, eintr);
+}
+
+/* Timers that expire together while a thread sleeps: each one's signal
+ * is delivered once, the sleep ends with EINTR, and a handler that leaves
+ * by siglongjmp loses none of the others. */
+#define TOGETHER 4
+static _Atomic long together_seen[TOGETHER];
+static sigjmp_buf together_jump;
+static _Atomic int together_jumping;
+
+static void on_together(int sig, siginfo_t *si, void *ctx)
+{
+    (void)si, (void)ctx;
+    atomic_fetch_add(&together_seen[sig - SIGRTMIN - 1], 1);
+    if (sig == SIGRTMIN + 1 && atomic_exchange(&together_jumping, 0))
+        siglongjmp(together_jump, 1);
+}
+
+/* Sleeps until the signals' handlers have run; true if one left by
+ * siglongjmp. */
+static __attribute__((noinline)) int together_sleep(void)
+{
+    if (sigsetjmp(together_jump, 1) != 0)
+        return 1;
+    struct timespec req = {2, 0};
+    int r = nanosleep(&req, NULL);
+    CHECK(r == -1 && errno == EINTR, "nanosleep: %d errno %d", r, errno);
+    return 0;
+}
+
+static void together(void)
+{
+    phase("together", 10);
+    timer_t t[TOGETHER];
+    for (int i = 0; i < TOGETHER; i++) {
+        set_handler(SIGRTMIN + 1 + i, on_together, 0);
+        t[i] = signal_timer(SIGRTMIN + 1 + i);
+    }
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < TOGETHER; i++)
+            atomic_store(&together_seen[i], 0);
+        /* Round 1 leaves the first handler by siglongjmp. */
+        atomic_store(&together_jumping, round);
+        struct itimerspec at = {{0, 0}, ns_ts(mono_ns() + 5 * NS_PER_MS)};
+        for (int i = 0; i < TOGETHER; i++)
+            CHECK_OK(timer_settime(t[i], TIMER_ABSTIME, &at, NULL));
+        int jumped = together_sleep();
+        CHECK(jumped == round, "round %d: jumped %d", round, jumped);
+        /* Whatever is still pending arrives while this sleeps on. */
+        sleep_ns(20 * NS_PER_MS);
+        for (int i = 0; i < TOGETHER; i++)
+            CHECK(atomic_load(&together_seen[i]) == 1,
+                  "round %d: the signal of timer %d was handled %ld times", round, i,
+                  atomic_load(&together_seen[i]));
+    }
+    for (int i = 0; i < TOGETHER; i++)
+        CHECK_OK(timer_delete(t[i]));
 }
 
 /* Timer signals to a waiting thread keep their rhythm while other threads
@@ -291,6 +350,7 @@ int main(void)
     bad_input();
     interrupted();
     periodic();
+    together();
     hand_back();
     cancel();
     close_all();

@@ -247,6 +247,17 @@ impl HrBase {
     /// The worker goes idle: publish the first hard expiry (or "none") so
     /// that an earlier start wakes it, and return it, under one lock.
     pub(crate) fn idle_enter(&self) -> Option<u64> {
+        // An empty base that already published "none" has nothing to
+        // publish: no lock (a thread that serves looks at every base before
+        // each sleep, and most are empty). A start racing this look finds
+        // "none" published and wakes the worker (`wake_for`), as it would
+        // after a look under the lock.
+        if self.first_soft.load(Acquire) == u64::MAX
+            && self.first_hard.load(Acquire) == u64::MAX
+            && self.idle_until.load(Relaxed) == u64::MAX
+        {
+            return None;
+        }
         let g = self.lock();
         let next = g.first_hard();
         self.idle_until

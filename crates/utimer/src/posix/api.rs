@@ -293,8 +293,15 @@ impl PosixTimers<'_> {
     /// entries made stale meanwhile are passed over. `false`: none was
     /// left, drop it.
     fn doorbell_accepted(&self, info: &mut libc::siginfo_t, signo: i32, list: i32) -> bool {
-        let me = super::notify::gettid();
-        let thread = (list == sigqueue::DOORBELL_THREAD).then_some(me);
+        // The thread's ID is a system call: asked only for a thread's list
+        // or a standard signal's (whose slot is freed on this thread).
+        let me = (list == sigqueue::DOORBELL_THREAD || sigqueue::is_standard(signo))
+            .then(super::notify::gettid);
+        let thread = if list == sigqueue::DOORBELL_THREAD {
+            me
+        } else {
+            None
+        };
         let in_handler = super::signal_context();
         let delivered = sigqueue::doorbell_accepted(signo, thread, me, |e| {
             let look = |t: &PosixTimer| {

@@ -75,7 +75,8 @@ mod timer;
 pub use api::PosixTimers;
 #[cfg(not(loom))]
 pub use notify::{
-    report_acceptance, siginfo_of_signalfd, signal_ignored, signalfd_update, Notify, NotifyFn,
+    hold_signals, report_acceptance, siginfo_of_signalfd, signal_ignored, signalfd_update,
+    HeldSignals, Notify, NotifyFn,
 };
 
 /// Around `fork` (a library's `pthread_atfork` handlers): the lists of

@@ -249,6 +249,7 @@ const SI_TIMER: i32 = -2;
 /// (`si_timerid`, `si_overrun`, `si_value`, and the kernel's private word,
 /// which stays 0), padded to the kernel's 128 bytes.
 #[repr(C)]
+#[derive(Copy, Clone)]
 struct TimerInfo {
     signo: i32,
     errno: i32,
@@ -472,8 +473,6 @@ pub(crate) fn send_signal(
     seq: u64,
     doorbell: i32,
 ) {
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() };
     let info = TimerInfo {
         signo,
         errno: doorbell,
@@ -487,6 +486,16 @@ pub(crate) fn send_signal(
         seq,
         _rest: [0; 10],
     };
+    if !hold(thread, &info) {
+        queue(thread, &info);
+    }
+}
+
+/// Queues one timer signal (`send_signal`).
+fn queue(thread: Option<i32>, info: &TimerInfo) {
+    let signo = info.signo;
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
     // SAFETY: the kernel reads a 128-byte siginfo from a live struct laid
     // out as it expects for SI_TIMER. A process may queue a signal with any
     // negative si_code but SI_TKILL to itself (`rt_sigqueueinfo(2)`); a zero
@@ -498,16 +507,158 @@ pub(crate) fn send_signal(
                 libc::SYS_rt_sigqueueinfo,
                 pid,
                 signo,
-                &info as *const TimerInfo,
+                info as *const TimerInfo,
             ),
             Some(tid) => libc::syscall(
                 libc::SYS_rt_tgsigqueueinfo,
                 pid,
                 tid,
                 signo,
-                &info as *const TimerInfo,
+                info as *const TimerInfo,
             ),
         };
+    }
+}
+
+/// Signals held back per thread (`hold_signals`); more are queued at once.
+const HELD: usize = 8;
+
+/// The timer signals a thread holds back while it runs expired timers
+/// ([`hold_signals`]).
+struct Held {
+    /// Holding now.
+    on: bool,
+    len: usize,
+    sends: [Option<(Option<i32>, TimerInfo)>; HELD],
+}
+
+thread_local! {
+    static HOLD: std::cell::RefCell<Held> = const {
+        std::cell::RefCell::new(Held {
+            on: false,
+            len: 0,
+            sends: [None; HELD],
+        })
+    };
+}
+
+/// Keeps `info` for [`HeldSignals::queue`] if this thread holds its
+/// signals back and has room; `false`: queue it now.
+fn hold(thread: Option<i32>, info: &TimerInfo) -> bool {
+    if super::signal_context() {
+        // A handler's own call queues at once (its caller may expect the
+        // signal before it returns).
+        return false;
+    }
+    HOLD.try_with(|h| {
+        let Ok(mut h) = h.try_borrow_mut() else {
+            return false;
+        };
+        if !h.on || h.len == HELD {
+            return false;
+        }
+        let n = h.len;
+        h.sends[n] = Some((thread, *info));
+        h.len = n + 1;
+        true
+    })
+    .unwrap_or(false)
+}
+
+/// Runs `f` holding back the timer signals it queues on this thread, and
+/// returns them with its result: queue them ([`HeldSignals::queue`]) once
+/// the caller can take a signal handler.
+///
+/// A thread that serves the hrtimers (`TimerSystem::serve`) runs their
+/// callbacks where a handler must not run (it holds the library's state),
+/// and the signal it queues to its own process is then delivered to
+/// it. Holding the signals back until the run is over lets the kernel
+/// deliver them on the way out of the very system call that queues them,
+/// where the kernel's own timer interrupt would, with no signal mask to
+/// set and restore around the run. Up to eight are held; more are queued
+/// at once. There is no kernel counterpart: the kernel's expiry runs
+/// cannot be interrupted by a handler.
+pub fn hold_signals<R>(f: impl FnOnce() -> R) -> (R, HeldSignals) {
+    struct Off;
+    impl Drop for Off {
+        fn drop(&mut self) {
+            let _ = HOLD.try_with(|h| {
+                if let Ok(mut h) = h.try_borrow_mut() {
+                    h.on = false;
+                }
+            });
+        }
+    }
+    let _ = HOLD.try_with(|h| {
+        if let Ok(mut h) = h.try_borrow_mut() {
+            h.on = true;
+        }
+    });
+    let off = Off;
+    let r = f();
+    drop(off);
+    (r, HeldSignals(()))
+}
+
+/// The timer signals [`hold_signals`] held back, queued when this drops
+/// (or by [`queue`](Self::queue)).
+#[must_use = "held signals are queued when this drops"]
+pub struct HeldSignals(());
+
+impl HeldSignals {
+    /// Queues the held signals now, in the order they were held.
+    pub fn queue(self) {
+        drop(self);
+    }
+}
+
+impl Drop for HeldSignals {
+    /// A handler of the program's may run on the way out of each system
+    /// call, and may leave by `siglongjmp`: a lone signal is taken out of
+    /// the hold before it is queued, and several are queued with every
+    /// signal blocked, so none is left behind.
+    fn drop(&mut self) {
+        let take = || {
+            HOLD.try_with(|h| {
+                let mut h = h.try_borrow_mut().ok()?;
+                let n = h.len;
+                let first = h.sends[0].take();
+                h.sends.copy_within(1..n.max(1), 0);
+                h.len = n.saturating_sub(1);
+                if n > 0 {
+                    h.sends[n - 1] = None;
+                }
+                Some((first, n))
+            })
+            .ok()
+            .flatten()
+        };
+        let Some((Some((thread, info)), n)) = take() else {
+            return;
+        };
+        if n == 1 {
+            queue(thread, &info);
+            return;
+        }
+        // SAFETY: zeroed sigset_t values are valid; the mask calls write
+        // only the sets given.
+        unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+            queue(thread, &info);
+            while let Some((Some((thread, info)), _)) = take() {
+                queue(thread, &info);
+            }
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        }
+    }
+}
+
+impl std::fmt::Debug for HeldSignals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeldSignals").finish_non_exhaustive()
     }
 }
 

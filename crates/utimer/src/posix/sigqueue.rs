@@ -220,7 +220,7 @@ pub(crate) fn ring_remaining(signo: i32, me: i32) {
 }
 
 /// A doorbell of `signo` on `thread`'s list (`None`: the process's) was
-/// accepted on thread `me`: its first entry that `resolve` accepts (the
+/// accepted on thread `me` (given for a standard signal): its first entry that `resolve` accepts (the
 /// timer latches its overrun; a stale one, re-armed or deleted since, is
 /// passed over) becomes the signal delivered. `None`: no entry was left,
 /// drop the doorbell. Entries still waiting on a standard signal's list
@@ -229,7 +229,7 @@ pub(crate) fn ring_remaining(signo: i32, me: i32) {
 pub(crate) fn doorbell_accepted<R>(
     signo: i32,
     thread: Option<i32>,
-    me: i32,
+    me: Option<i32>,
     mut resolve: impl FnMut(&Entry) -> Option<R>,
 ) -> Option<R> {
     let mut delivered = None;
@@ -239,8 +239,10 @@ pub(crate) fn doorbell_accepted<R>(
             break;
         }
     }
-    if is_standard(signo) && has_entries(signo, thread) {
-        ring_remaining(signo, me);
+    if let Some(me) = me {
+        if is_standard(signo) && has_entries(signo, thread) {
+            ring_remaining(signo, me);
+        }
     }
     delivered
 }
@@ -382,7 +384,7 @@ mod tests {
                 ring_remaining(signo, ME);
                 return Some(false);
             }
-            doorbell_accepted(signo, None, ME, |e| {
+            doorbell_accepted(signo, None, Some(ME), |e| {
                 let i = (e.id - 1000) as usize;
                 (queued[i] == Some(e.tag)).then(|| queued[i] = None)
             })

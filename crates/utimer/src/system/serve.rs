@@ -71,9 +71,11 @@
 //!   nothing (the alarm's system call is made under it); the server slot,
 //!   then the server's parked lock. No base lock is held while a plan lock
 //!   is taken.
-//! * The server runs callbacks on its own thread: the caller blocks its
-//!   signals meanwhile if a callback must not be interrupted (the drop-in
-//!   library does).
+//! * The server runs callbacks on its own thread: if a callback must not be
+//!   interrupted, the caller keeps handlers out meanwhile (the drop-in
+//!   library runs the expiry in a critical section and holds back the
+//!   timer signals it queues until the run is over,
+//!   `posix::hold_signals`).
 //!
 //! The loom models below check the release against a worker going to
 //! sleep, an unpark against a worker's plan, and an expiry run's queueing
