@@ -190,6 +190,12 @@ static void together(void)
                   "round %d: the signal of timer %d was handled %ld times", round, i,
                   atomic_load(&together_seen[i]));
     }
+    /* After the jump, a timer still ends a sleep. */
+    long before = atomic_load(&together_seen[1]);
+    arm(t[1], 3 * NS_PER_MS, 0);
+    struct timespec req = {2, 0};
+    CHECK_ERR(nanosleep(&req, NULL), EINTR);
+    CHECK(atomic_load(&together_seen[1]) == before + 1, "no signal after the jump");
     for (int i = 0; i < TOGETHER; i++)
         CHECK_OK(timer_delete(t[i]));
 }
