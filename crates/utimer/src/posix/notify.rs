@@ -545,16 +545,13 @@ thread_local! {
 /// Keeps `info` for [`HeldSignals::queue`] if this thread holds its
 /// signals back and has room; `false`: queue it now.
 fn hold(thread: Option<i32>, info: &TimerInfo) -> bool {
-    if super::signal_context() {
-        // A handler's own call queues at once (its caller may expect the
-        // signal before it returns).
-        return false;
-    }
     HOLD.try_with(|h| {
         let Ok(mut h) = h.try_borrow_mut() else {
             return false;
         };
-        if !h.on || h.len == HELD {
+        // A handler's own call queues at once (its caller may expect the
+        // signal before it returns).
+        if !h.on || h.len == HELD || super::signal_context() {
             return false;
         }
         let n = h.len;
@@ -614,44 +611,38 @@ impl HeldSignals {
 
 impl Drop for HeldSignals {
     /// A handler of the program's may run on the way out of each system
-    /// call, and may leave by `siglongjmp`: a lone signal is taken out of
-    /// the hold before it is queued, and several are queued with every
-    /// signal blocked, so none is left behind.
+    /// call, and may leave by `siglongjmp`: the signals are taken out of
+    /// the hold first, and several are queued with every signal blocked,
+    /// so none is left behind.
     fn drop(&mut self) {
-        let take = || {
-            HOLD.try_with(|h| {
-                let mut h = h.try_borrow_mut().ok()?;
-                let n = h.len;
-                let first = h.sends[0].take();
-                h.sends.copy_within(1..n.max(1), 0);
-                h.len = n.saturating_sub(1);
-                if n > 0 {
-                    h.sends[n - 1] = None;
-                }
-                Some((first, n))
+        let (n, sends) = HOLD
+            .try_with(|h| {
+                let Ok(mut h) = h.try_borrow_mut() else {
+                    return (0, [None; HELD]);
+                };
+                let n = std::mem::take(&mut h.len);
+                (n, std::mem::replace(&mut h.sends, [None; HELD]))
             })
-            .ok()
-            .flatten()
-        };
-        let Some((Some((thread, info)), n)) = take() else {
-            return;
-        };
-        if n == 1 {
-            queue(thread, &info);
-            return;
-        }
-        // SAFETY: zeroed sigset_t values are valid; the mask calls write
-        // only the sets given.
-        unsafe {
-            let mut all: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut all);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-            queue(thread, &info);
-            while let Some((Some((thread, info)), _)) = take() {
-                queue(thread, &info);
+            .unwrap_or((0, [None; HELD]));
+        let mut sends = sends[..n].iter().flatten();
+        match (n, sends.next()) {
+            (_, None) => {}
+            (1, Some((thread, info))) => queue(*thread, info),
+            (_, Some((thread, info))) => {
+                // SAFETY: zeroed sigset_t values are valid; the mask calls
+                // write only the sets given.
+                unsafe {
+                    let mut all: libc::sigset_t = std::mem::zeroed();
+                    let mut old: libc::sigset_t = std::mem::zeroed();
+                    libc::sigfillset(&mut all);
+                    libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+                    queue(*thread, info);
+                    for (thread, info) in sends {
+                        queue(*thread, info);
+                    }
+                    libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+                }
             }
-            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         }
     }
 }
