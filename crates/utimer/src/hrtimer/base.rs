@@ -44,7 +44,7 @@ use super::sleeper::Pairing;
 use super::HrTable;
 use crate::sync::state::{DEAD, OFFLINE, SHUTDOWN};
 use crate::sync::summary::NextSummary;
-use crate::sync::{spin_hint, AtomicPtr, AtomicU32, AtomicU64, SpinLock, UnsafeCell};
+use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, Backoff, SpinLock, UnsafeCell};
 use crate::time::ClockId;
 use crate::TimerError;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -279,10 +279,11 @@ pub(crate) fn lock_base_word<'t>(
     table: &'t HrTable,
     word: &AtomicU32,
 ) -> (&'t HrBase, HrGuard<'t>) {
+    let mut backoff = Backoff::new();
     loop {
         let b = word.load(Acquire);
         if b & MIGRATING_WORKER != 0 {
-            spin_hint();
+            backoff.snooze();
             continue;
         }
         let base = table.base_at(b as usize);

@@ -225,8 +225,9 @@ impl Readers {
 /// and if a handler's increment comes after it, that increment reads from
 /// it and so sees the unlink that came before (module docs).
 fn wait_signal_readers(readers: &Readers) {
+    let mut backoff = crate::sync::Backoff::new();
     while readers.get().fetch_add(0, SeqCst) != 0 {
-        crate::sync::spin_hint();
+        backoff.snooze();
     }
 }
 

@@ -74,7 +74,7 @@
 //! fence and the membarrier as `SeqCst` fences on both sides, which is the
 //! guarantee the pair gives (`biased/tests.rs`).
 
-use super::{spin_hint, thread_local, yield_now, AtomicBool, AtomicU32, AtomicUsize, SpinLock};
+use super::{thread_local, AtomicBool, AtomicU32, AtomicUsize, Backoff, SpinLock};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 /// How a [`BiasedLock`] is held; give it back to [`BiasedLock::unlock`].
@@ -199,14 +199,9 @@ impl BiasedLock {
         let w = self.window.load(Relaxed);
         self.window.store((w * 2).min(MAX_WINDOW), Relaxed);
         heavy_barrier();
-        let mut spins = 0u32;
+        let mut backoff = Backoff::new();
         while self.owner_in.load(Acquire) {
-            if spins < 64 {
-                spins += 1;
-                spin_hint();
-            } else {
-                yield_now();
-            }
+            backoff.snooze();
         }
     }
 

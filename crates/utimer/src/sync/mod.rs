@@ -14,6 +14,7 @@
 //! [loom]: https://docs.rs/loom
 
 pub(crate) mod alarm;
+mod backoff;
 mod biased;
 pub(crate) mod futex;
 pub(crate) mod parker;
@@ -24,6 +25,7 @@ pub(crate) mod summary;
 #[cfg(not(loom))]
 pub(crate) mod thread;
 
+pub(crate) use backoff::Backoff;
 pub(crate) use biased::{BiasedLock, Held};
 pub(crate) use spinlock::SpinLock;
 

@@ -9,19 +9,16 @@
 //!
 //! User space differs from the kernel in one way: the holder can be
 //! preempted. A waiter therefore spins briefly (reading, not writing, the
-//! lock word) and then yields its CPU on every further attempt, so a
-//! descheduled holder gets to run and release the lock.
+//! lock word), then yields, then sleeps ([`Backoff`]): a real-time waiter
+//! that only yielded would keep a preempted holder of lower priority from
+//! ever running on its CPU.
 
-#[cfg(not(loom))]
-use super::spin_hint;
-use super::{yield_now, AtomicBool};
+#[cfg(loom)]
+use super::yield_now;
+use super::{AtomicBool, Backoff};
 #[cfg(not(loom))]
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::Ordering::{Acquire, Release};
-
-/// Spins this many times before starting to yield.
-#[cfg(not(loom))]
-const SPINS_BEFORE_YIELD: u32 = 64;
 
 pub(crate) struct SpinLock {
     locked: AtomicBool,
@@ -57,15 +54,10 @@ impl SpinLock {
     #[cold]
     #[cfg(not(loom))]
     fn lock_contended(&self) {
-        let mut spins = 0;
+        let mut backoff = Backoff::new();
         loop {
             while self.locked.load(Relaxed) {
-                if spins < SPINS_BEFORE_YIELD {
-                    spins += 1;
-                    spin_hint();
-                } else {
-                    yield_now();
-                }
+                backoff.snooze();
             }
             if !self.locked.swap(true, Acquire) {
                 return;
@@ -83,5 +75,99 @@ impl SpinLock {
         // explores that as an endless spin. An exchange cannot.
         #[cfg(loom)]
         self.locked.swap(false, Release);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::SpinLock;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::time::{Duration, Instant};
+
+    /// Pins the calling thread to `cpu`.
+    fn pin(cpu: usize) {
+        // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes inside
+        // it; sched_setaffinity reads it (0: the calling thread).
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                0,
+                "sched_setaffinity: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+
+    /// The first CPU this process may run on.
+    fn some_cpu() -> usize {
+        // SAFETY: sched_getaffinity writes one cpu_set_t; CPU_ISSET reads it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
+            (0..libc::CPU_SETSIZE as usize)
+                .find(|&c| libc::CPU_ISSET(c, &set))
+                .unwrap_or(0)
+        }
+    }
+
+    /// A `SCHED_FIFO` thread that wants the lock while a normal thread
+    /// holds it on the same CPU gets it soon: the waiter sleeps, so the
+    /// holder runs. (Yielding alone hands the CPU to nobody below the
+    /// waiter's priority: the holder ran again only when the kernel's
+    /// real-time throttling stopped the waiter, most of a second later.)
+    /// Without the privilege to use `SCHED_FIFO`, only the hand-over is
+    /// checked.
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn a_real_time_waiter_lets_a_preempted_holder_release() {
+        let lock = SpinLock::new();
+        let held = AtomicBool::new(false);
+        let contending = AtomicBool::new(false);
+        let cpu = some_cpu();
+        let waited = std::thread::scope(|s| {
+            s.spawn(|| {
+                pin(cpu);
+                lock.lock();
+                held.store(true, SeqCst);
+                // Runs on only when the waiter, on this CPU, lets it.
+                while !contending.load(SeqCst) {
+                    std::hint::spin_loop();
+                }
+                lock.unlock();
+            });
+            while !held.load(SeqCst) {
+                std::thread::yield_now();
+            }
+            s.spawn(|| {
+                pin(cpu);
+                let param = libc::sched_param { sched_priority: 1 };
+                // SAFETY: reads one live sched_param (0: the calling thread).
+                let rt = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } == 0;
+                if !rt {
+                    eprintln!(
+                        "no SCHED_FIFO here ({}): the hand-over only",
+                        std::io::Error::last_os_error()
+                    );
+                }
+                contending.store(true, SeqCst);
+                let t0 = Instant::now();
+                lock.lock();
+                let waited = t0.elapsed();
+                lock.unlock();
+                (rt, waited)
+            })
+            .join()
+            .unwrap()
+        });
+        let (rt, waited) = waited;
+        if rt {
+            assert!(
+                waited < Duration::from_millis(400),
+                "the real-time waiter held its CPU from the lock's holder for {waited:?}"
+            );
+        }
     }
 }

@@ -5,7 +5,7 @@
 //! rules of who may touch what are in the module above (`base/mod.rs`).
 
 use super::{trace, Base, BaseInner, Bases, TimerPtr, LEVEL0_SPAN, NEXT_NONE};
-use crate::sync::{spin_hint, Held};
+use crate::sync::{Backoff, Held};
 use crate::timer_list::entry::{Locked, RawTimer, TimerRef, Word, MIGRATING};
 use crate::wheel::{calc_position, clamp_expiry, Key, Position, Unchecked, DUE};
 use std::ops::{Deref, DerefMut};
@@ -328,6 +328,7 @@ fn forward_base(base: &Base, inner: &mut BaseInner, now: u64, locked: Locked<'_>
 #[inline(always)]
 pub(crate) fn lock_timer_base(timer: &RawTimer) -> BaseGuard<'_> {
     let mut word = timer.base_word(Acquire);
+    let mut backoff = Backoff::new();
     loop {
         if word.addr() & MIGRATING == 0 {
             let guard = base_of(timer, word).lock();
@@ -337,7 +338,7 @@ pub(crate) fn lock_timer_base(timer: &RawTimer) -> BaseGuard<'_> {
                 return guard;
             }
         }
-        spin_hint();
+        backoff.snooze();
         word = timer.base_word_for_spin();
     }
 }
