@@ -275,6 +275,20 @@ impl HrTable {
             .unwrap_or(u64::MAX)
     }
 
+    /// `worker`'s first hard expiry over its clocks, as a
+    /// `CLOCK_MONOTONIC` time, without a lock (`u64::MAX`: none): what a
+    /// start just queued, or earlier.
+    pub(crate) fn first_hard(&self, worker: usize, ticks: &TickSource) -> u64 {
+        self.worker_bases(worker)
+            .iter()
+            .filter_map(|b| {
+                b.next_expiry()
+                    .map(|hard| to_monotonic(ticks, b.clock, hard))
+            })
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
     /// `worker` is busy again.
     pub(crate) fn idle_exit(&self, worker: usize) {
         for b in self.worker_bases(worker) {

@@ -615,20 +615,34 @@ impl Drop for HeldSignals {
     /// the hold first, and several are queued with every signal blocked,
     /// so none is left behind.
     fn drop(&mut self) {
-        let (n, sends) = HOLD
+        /// What the hold had: one signal is taken out alone (the usual
+        /// case, without copying the whole hold).
+        // Large only in the rare variant, on the stack for this drop; a box
+        // would allocate on the way to queueing a signal.
+        #[allow(clippy::large_enum_variant)]
+        enum Taken {
+            Nothing,
+            One(Option<i32>, TimerInfo),
+            Many(usize, [Option<(Option<i32>, TimerInfo)>; HELD]),
+        }
+        let taken = HOLD
             .try_with(|h| {
                 let Ok(mut h) = h.try_borrow_mut() else {
-                    return (0, [None; HELD]);
+                    return Taken::Nothing;
                 };
-                let n = std::mem::take(&mut h.len);
-                (n, std::mem::replace(&mut h.sends, [None; HELD]))
+                match std::mem::take(&mut h.len) {
+                    0 => Taken::Nothing,
+                    1 => h.sends[0]
+                        .take()
+                        .map_or(Taken::Nothing, |(thread, info)| Taken::One(thread, info)),
+                    n => Taken::Many(n, std::mem::replace(&mut h.sends, [None; HELD])),
+                }
             })
-            .unwrap_or((0, [None; HELD]));
-        let mut sends = sends[..n].iter().flatten();
-        match (n, sends.next()) {
-            (_, None) => {}
-            (1, Some((thread, info))) => queue(*thread, info),
-            (_, Some((thread, info))) => {
+            .unwrap_or(Taken::Nothing);
+        match taken {
+            Taken::Nothing => {}
+            Taken::One(thread, info) => queue(thread, &info),
+            Taken::Many(n, sends) => {
                 // SAFETY: zeroed sigset_t values are valid; the mask calls
                 // write only the sets given.
                 unsafe {
@@ -636,8 +650,7 @@ impl Drop for HeldSignals {
                     let mut old: libc::sigset_t = std::mem::zeroed();
                     libc::sigfillset(&mut all);
                     libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-                    queue(*thread, info);
-                    for (thread, info) in sends {
+                    for (thread, info) in sends[..n].iter().flatten() {
                         queue(*thread, info);
                     }
                     libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());

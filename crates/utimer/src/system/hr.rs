@@ -6,6 +6,7 @@
 use super::Core;
 use crate::hrtimer::{HrEnv, HrTable};
 use crate::time::TickSource;
+use std::sync::atomic::Ordering::SeqCst;
 use std::time::Instant;
 
 impl HrEnv for Core {
@@ -19,7 +20,18 @@ impl HrEnv for Core {
 
     fn wake(&self, worker: usize) {
         // The worker, and a thread that serves, which sleeps for the same
-        // expiry (`serve.rs`).
+        // expiry (`serve.rs`). A worker that sleeps leaving its hrtimers
+        // to the serving thread is not woken: its alarm moves to a grace
+        // after the new expiry, and only the serving thread is kicked.
+        if self.nohz.hr.served.load(SeqCst) {
+            if let Some(sleep) = self.serve.worker(worker) {
+                let first = self.nohz.hr.first_hard(worker, &self.bases.ticks);
+                if sleep.hr_started(first) {
+                    self.serve.kick();
+                    return;
+                }
+            }
+        }
         self.nohz.wake_hr(worker);
     }
 

@@ -27,11 +27,12 @@
 //! waking it:
 //!
 //! ```text
-//!   claim:   served = true; every worker parked on its alarm sleeps on
-//!            past its hrtimers (to its wheel deadline or the grace)
+//!   claim:   served = true
 //!   sleep:   each base publishes its first expiry (an earlier start wakes
 //!            the server); the server's alarm is set to the earliest, or
-//!            its own deadline
+//!            its own deadline; at the first sleep of a claim, every
+//!            worker parked on its alarm then sleeps on past its hrtimers
+//!            (to its wheel deadline or the grace)
 //!   release: served = false; every worker parked on its alarm wakes at
 //!            its first hrtimer expiry, read now
 //! ```
@@ -67,6 +68,15 @@
 //!   sleeps for it, it is not missed. A worker that wakes while a thread
 //!   serves keeps the server's published expiry (`HrTable::idle_exit`,
 //!   under the base's lock), so a start before it still reaches someone.
+//! * A start (not an expiry run) while a thread serves does not wake a
+//!   worker parked leaving its hrtimers to that thread: under the plan
+//!   lock, its alarm is brought forward to a grace after the new expiry
+//!   and the expiry is kept for the release (`WorkerSleep::hr_started`),
+//!   and only the server is kicked. The start may have read `served`
+//!   before a release that looked at an empty base without its lock: the
+//!   plan lock orders the two, and the release then wakes the worker for
+//!   the kept expiry, or the start finds the alarm no longer left and
+//!   wakes the worker.
 //! * Lock order: a base's lock, then nothing; a worker's plan lock, then
 //!   nothing (the alarm's system call is made under it); the server slot,
 //!   then the server's parked lock. No base lock is held while a plan lock
@@ -78,8 +88,9 @@
 //!   `posix::hold_signals`).
 //!
 //! The loom models below check the release against a worker going to
-//! sleep, an unpark against a worker's plan, and an expiry run's queueing
-//! against the server's look.
+//! sleep and against a start that moves a worker's alarm, an unpark
+//! against a worker's plan, and an expiry run's queueing against the
+//! server's look.
 
 use crate::sync::alarm::{Alarm, NEVER, NOW};
 use crate::sync::{AtomicU32, Mutex, MutexGuard};
@@ -146,8 +157,17 @@ struct Plan {
     /// worker fires the hrtimers itself until the thread takes a step.
     stuck: bool,
     stuck_at: u64,
-    /// Its first hrtimer expiry when it last parked.
+    /// Its first hrtimer expiry when it last parked, or lowered since by a
+    /// start ([`WorkerSleep::hr_started`]).
     hr: u64,
+    /// Its alarm leaves the hrtimers to a serving thread (set a grace
+    /// after them, or past them to its wheel deadline).
+    left: bool,
+    /// The earliest expiry [`WorkerSleep::hr_started`] was told of since
+    /// the alarm was left: the release wakes the worker for it even if its
+    /// own look at the bases missed the start (an empty base's look takes
+    /// no lock, `HrBase::idle_enter`).
+    started: u64,
 }
 
 /// How long after its first hrtimer expiry a worker wakes while a thread
@@ -206,6 +226,8 @@ impl WorkerSleep {
                 stuck: false,
                 stuck_at: 0,
                 hr: NEVER,
+                left: false,
+                started: NEVER,
             }),
             alarm: Alarm::new()?,
         })
@@ -286,6 +308,8 @@ impl WorkerSleep {
             p.wheel = wheel;
             p.hr = hr;
             p.on_alarm = served || claims != p.claims;
+            p.left = p.on_alarm && left;
+            p.started = NEVER;
             p.claims = claims;
             p.armed = if left {
                 wheel.min(hr.saturating_add(GRACE_NS))
@@ -310,11 +334,37 @@ impl WorkerSleep {
     /// its hrtimers (by the grace).
     fn leave_hrtimers(&self) {
         let mut p = lock(&self.plan);
+        if !(p.parked && p.on_alarm) {
+            return;
+        }
+        p.left = true;
         let at = p.wheel.min(p.hr.saturating_add(GRACE_NS));
-        if p.parked && p.on_alarm && p.armed < at && p.armed != NOW {
+        if p.armed < at && p.armed != NOW {
             self.alarm.set(at);
             p.armed = at;
         }
+    }
+
+    /// While a thread serves, a start queued an hrtimer of this worker's
+    /// before what its bases published; `first` is the worker's first
+    /// hrtimer expiry now (monotonic ns). A worker parked on its alarm
+    /// leaving its hrtimers to the serving thread is not woken: its alarm
+    /// is brought forward to a grace after `first`, if later, so that it
+    /// still fires the timer should the serving thread be stuck. Returns
+    /// `false` for any other worker: the caller wakes it.
+    pub(crate) fn hr_started(&self, first: u64) -> bool {
+        let mut p = lock(&self.plan);
+        if !(p.parked && p.on_alarm && p.left) {
+            return false;
+        }
+        p.hr = p.hr.min(first);
+        p.started = p.started.min(first);
+        let at = p.wheel.min(p.hr.saturating_add(GRACE_NS));
+        if at < p.armed {
+            self.alarm.set(at);
+            p.armed = at;
+        }
+        true
     }
 
     /// The serving thread left: a worker parked on its alarm wakes for its
@@ -323,7 +373,9 @@ impl WorkerSleep {
     fn take_hrtimers(&self, hr: u64) {
         let mut p = lock(&self.plan);
         if p.parked && p.on_alarm {
-            let at = p.wheel.min(hr);
+            p.left = false;
+            p.hr = hr.min(std::mem::replace(&mut p.started, NEVER));
+            let at = p.wheel.min(p.hr);
             if at < p.armed {
                 self.alarm.set(at);
                 p.armed = at;
@@ -344,9 +396,32 @@ impl WorkerSleep {
 pub struct Server {
     /// Bumped by every kick; read before each look at the bases.
     seq: AtomicU32,
-    /// Sleeping on the alarm (or about to).
-    parked: Mutex<bool>,
+    /// Whether it sleeps on its alarm, and what the alarm is set to.
+    parked: Mutex<ServerPark>,
     alarm: Alarm,
+}
+
+/// A server's sleep (under [`Server::parked`]).
+struct ServerPark {
+    /// Sleeping on the alarm (or about to).
+    parked: bool,
+    /// What the alarm was last set to (monotonic ns; [`NOW`] after a
+    /// kick, [`NEVER`] when never set): a wait for the same time makes no
+    /// system call.
+    armed: u64,
+}
+
+impl ServerPark {
+    /// Sets `alarm` to `at` unless it is set to that already. Either it has
+    /// not gone off, or it went off and stays readable: the same sleep as a
+    /// fresh setting (a wait for a time already past returns before it
+    /// sleeps).
+    fn arm(&mut self, alarm: &Alarm, at: u64) {
+        if self.armed != at {
+            alarm.set(at);
+            self.armed = at;
+        }
+    }
 }
 
 impl Server {
@@ -358,7 +433,10 @@ impl Server {
     pub fn new() -> std::io::Result<Server> {
         Ok(Server {
             seq: AtomicU32::new(0),
-            parked: Mutex::new(false),
+            parked: Mutex::new(ServerPark {
+                parked: false,
+                armed: NEVER,
+            }),
             alarm: Alarm::new()?,
         })
     }
@@ -366,8 +444,9 @@ impl Server {
     /// An earlier hrtimer was armed: look again.
     fn kick(&self) {
         self.seq.fetch_add(1, SeqCst);
-        if *lock(&self.parked) {
-            self.alarm.set(NOW);
+        let mut p = lock(&self.parked);
+        if p.parked {
+            p.arm(&self.alarm, NOW);
         }
     }
 }
@@ -396,6 +475,10 @@ pub enum Woke {
 pub struct Serving<'a> {
     sys: &'a TimerSystem,
     server: Arc<Server>,
+    /// The workers parked on their alarms were told to sleep past their
+    /// hrtimers (`WorkerSleep::leave_hrtimers`): done once, at the first
+    /// sleep (after the server's own alarm is set, see `wait`).
+    left: std::cell::Cell<bool>,
 }
 
 impl TimerSystem {
@@ -411,7 +494,7 @@ impl TimerSystem {
     /// same for a user-space system.
     pub fn serve(&self, server: &Arc<Server>) -> Option<Serving<'_>> {
         let hr = &self.core.nohz.hr;
-        let sleeps = self.core.serve.workers.get()?;
+        self.core.serve.workers.get()?;
         // A worker's own thread runs its timers in its loop, never here.
         if self.core.bases.entered_worker().is_some() {
             return None;
@@ -425,12 +508,10 @@ impl TimerSystem {
             return None;
         }
         *lock(&self.core.serve.server) = Some(server.clone());
-        for s in sleeps.iter() {
-            s.leave_hrtimers();
-        }
         Some(Serving {
             sys: self,
             server: server.clone(),
+            left: std::cell::Cell::new(false),
         })
     }
 }
@@ -458,22 +539,43 @@ impl Serving<'_> {
                 return Woke::Deadline;
             }
             {
-                let mut parked = lock(&server.parked);
-                *parked = true;
-                server.alarm.set(first.min(deadline));
+                let mut p = lock(&server.parked);
+                p.parked = true;
+                p.arm(&server.alarm, first.min(deadline));
             }
             if interrupted() {
-                *lock(&server.parked) = false;
+                lock(&server.parked).parked = false;
                 return Woke::Interrupted;
             }
+            self.leave_hrtimers();
             let r = if server.seq.load(SeqCst) == seen {
                 server.alarm.wait_or_signal()
             } else {
                 Ok(())
             };
-            *lock(&server.parked) = false;
+            lock(&server.parked).parked = false;
             if r.is_err() {
                 return Woke::Interrupted;
+            }
+        }
+    }
+
+    /// Before the first sleep of this claim: each worker parked on its
+    /// alarm sleeps past its hrtimers. After the server's alarm is set:
+    /// the kernel then finds the server's timer already queued at the
+    /// worker's first expiry, and moving the worker's later leaves the
+    /// CPU's next timer event where it is (no reprogramming, which costs a
+    /// trip through the hypervisor on a virtual machine); in the other
+    /// order the event moves twice. Until it is done a worker may wake for
+    /// its hrtimers (a needless wake-up, never a late timer), and a claim
+    /// that never sleeps leaves the workers' alarms alone.
+    fn leave_hrtimers(&self) {
+        if self.left.replace(true) {
+            return;
+        }
+        if let Some(sleeps) = self.sys.core.serve.workers.get() {
+            for s in sleeps.iter() {
+                s.leave_hrtimers();
             }
         }
     }
@@ -577,6 +679,58 @@ mod tests {
                 at <= 1_000,
                 "the worker sleeps until {at}, past its hrtimer at 1000"
             );
+        });
+    }
+
+    /// While a thread serves, the worker sleeps leaving its hrtimers to it;
+    /// a start of an earlier hrtimer (which moves the worker's alarm
+    /// without waking it) races the thread giving the role back: once both
+    /// are done (nobody serves), the worker wakes no later than the timer,
+    /// in every interleaving.
+    #[test]
+    fn a_start_racing_the_release_leaves_the_worker_its_hrtimer() {
+        crate::sync::model(|| {
+            let sys = system();
+            let core = &sys.core;
+            let s2 = sys.clone();
+            core.nohz.swap_waker(
+                0,
+                Some(Arc::new(move || s2.core.serve.worker(0).unwrap().unpark())),
+            );
+            let t = sys
+                .hrtimer_on(0, ClockId::Monotonic, |_| HrRestart::NoRestart)
+                .unwrap();
+            let server = Arc::new(Server::new().unwrap());
+            let serving = sys.serve(&server).expect("nobody else serves");
+            let ws = core.serve.worker(0).unwrap();
+            let token = ws.token();
+            let hr = core
+                .nohz
+                .hr
+                .idle_enter(0, &core.bases.ticks)
+                .unwrap_or(NEVER);
+            let state = || {
+                let hr = &core.nohz.hr;
+                (
+                    hr.served.load(SeqCst),
+                    hr.claims.load(SeqCst),
+                    hr.beats.load(SeqCst),
+                )
+            };
+            assert_eq!(ws.plan_park(token, NEVER, hr, &state), Sleep::Alarm);
+            let th = thread::spawn(move || {
+                t.start(1_000).unwrap();
+                t
+            });
+            drop(serving);
+            let t = th.join().unwrap();
+            let at = ws.wakes_at();
+            assert!(
+                at <= 1_000,
+                "the worker sleeps until {at}, past its hrtimer at 1000"
+            );
+            drop(t);
+            core.nohz.swap_waker(0, None);
         });
     }
 
