@@ -507,6 +507,9 @@ impl TimerSystem {
         {
             return None;
         }
+        // A worker that parks from now on, even after the release, sleeps
+        // on its alarm (`WorkerSleep`): the next claim moves it.
+        hr.claims.fetch_add(1, SeqCst);
         *lock(&self.core.serve.server) = Some(server.clone());
         Some(Serving {
             sys: self,
@@ -802,5 +805,46 @@ mod tests {
             drop(serving);
             drop(t);
         });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod plan_tests {
+    use super::*;
+    use crate::Clock;
+
+    /// A worker that parks after a thread served (and gave the role back)
+    /// sleeps on its alarm, where the next claim moves it; one that parks
+    /// again with no claim in between goes back to its futex.
+    #[test]
+    #[cfg_attr(miri, ignore)] // timerfds
+    fn a_worker_stays_on_its_alarm_between_two_claims() {
+        let sys = TimerSystem::builder()
+            .workers(1)
+            .clock(Clock::manual())
+            .sleepers_serve(true)
+            .build_without_threads();
+        sys.core
+            .serve
+            .install(vec![WorkerSleep::new().unwrap()].into_boxed_slice());
+        let ws = sys.core.serve.worker(0).unwrap();
+        let state = || {
+            let hr = &sys.core.nohz.hr;
+            (
+                hr.served.load(SeqCst),
+                hr.claims.load(SeqCst),
+                hr.beats.load(SeqCst),
+            )
+        };
+        let plan = || {
+            let sleep = ws.plan_park(ws.token(), 5_000_000, NEVER, &state);
+            lock(&ws.plan).parked = false;
+            sleep
+        };
+        assert_eq!(plan(), Sleep::Futex(5_000_000), "nobody ever served");
+        let server = Arc::new(Server::new().unwrap());
+        drop(sys.serve(&server).expect("nobody else serves"));
+        assert_eq!(plan(), Sleep::Alarm, "a claim came since its last park");
+        assert_eq!(plan(), Sleep::Futex(5_000_000), "no claim since");
     }
 }
