@@ -491,11 +491,82 @@ pub(crate) fn send_signal(
     }
 }
 
+/// This process's ID, with no system call after the first: kept in a
+/// page that the kernel wipes in a `fork` child (`MADV_WIPEONFORK`, Linux
+/// 4.14), so a child reads its own however it was forked (a raw `fork` or
+/// `clone` runs no `pthread_atfork` handler). Without such a page,
+/// `getpid()` each time. A `vfork` child shares the page, and may only
+/// `exec` or `_exit` (it queues no timer signal). Signal-safe: the page is
+/// made without a lock, a racing maker's page given back.
+fn own_pid() -> libc::pid_t {
+    use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
+    use std::sync::atomic::{AtomicI32, AtomicPtr};
+    /// The page (null: not made yet; `NO_PAGE`: it cannot be).
+    static PAGE: AtomicPtr<AtomicI32> = AtomicPtr::new(std::ptr::null_mut());
+    const NO_PAGE: *mut AtomicI32 = std::ptr::dangling_mut();
+    let mut page = PAGE.load(Acquire);
+    if page.is_null() {
+        let made = make_pid_page();
+        page = match PAGE.compare_exchange(std::ptr::null_mut(), made, AcqRel, Acquire) {
+            Ok(_) => made,
+            Err(theirs) => {
+                if made != NO_PAGE {
+                    // SAFETY: our own page, which nothing else has seen.
+                    unsafe { libc::munmap(made.cast(), PID_PAGE) };
+                }
+                theirs
+            }
+        };
+    }
+    if page != NO_PAGE {
+        // SAFETY: a page that lives until exit, mapped readable and
+        // writable, aligned for an AtomicI32 (a fork child's is zero).
+        let slot = unsafe { &*page };
+        let pid = slot.load(Relaxed);
+        if pid != 0 {
+            return pid;
+        }
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() };
+        slot.store(pid, Relaxed);
+        return pid;
+    }
+    // SAFETY: getpid has no preconditions.
+    unsafe { libc::getpid() }
+}
+
+/// The size of [`own_pid`]'s page.
+const PID_PAGE: usize = 4096;
+
+/// Maps [`own_pid`]'s page, wiped in a fork child; `dangling` if it
+/// cannot be had.
+fn make_pid_page() -> *mut std::sync::atomic::AtomicI32 {
+    // SAFETY: a fresh anonymous private mapping (zeroed) that nothing else
+    // refers to; madvise and munmap act on it alone.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            PID_PAGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return std::ptr::dangling_mut();
+        }
+        if libc::madvise(p, PID_PAGE, libc::MADV_WIPEONFORK) != 0 {
+            libc::munmap(p, PID_PAGE);
+            return std::ptr::dangling_mut();
+        }
+        p.cast()
+    }
+}
+
 /// Queues one timer signal (`send_signal`).
 fn queue(thread: Option<i32>, info: &TimerInfo) {
     let signo = info.signo;
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() };
+    let pid = own_pid();
     // SAFETY: the kernel reads a 128-byte siginfo from a live struct laid
     // out as it expects for SI_TIMER. A process may queue a signal with any
     // negative si_code but SI_TKILL to itself (`rt_sigqueueinfo(2)`); a zero
