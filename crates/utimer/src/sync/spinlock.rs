@@ -15,7 +15,9 @@
 
 #[cfg(loom)]
 use super::yield_now;
-use super::{AtomicBool, Backoff};
+use super::AtomicBool;
+#[cfg(not(loom))]
+use super::Backoff;
 #[cfg(not(loom))]
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::Ordering::{Acquire, Release};
@@ -101,18 +103,6 @@ mod tests {
         }
     }
 
-    /// The first CPU this process may run on.
-    fn some_cpu() -> usize {
-        // SAFETY: sched_getaffinity writes one cpu_set_t; CPU_ISSET reads it.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
-            (0..libc::CPU_SETSIZE as usize)
-                .find(|&c| libc::CPU_ISSET(c, &set))
-                .unwrap_or(0)
-        }
-    }
-
     /// A `SCHED_FIFO` thread that wants the lock while a normal thread
     /// holds it on the same CPU gets it soon: the waiter sleeps, so the
     /// holder runs. (Yielding alone hands the CPU to nobody below the
@@ -126,7 +116,10 @@ mod tests {
         let lock = SpinLock::new();
         let held = AtomicBool::new(false);
         let contending = AtomicBool::new(false);
-        let cpu = some_cpu();
+        let cpu = crate::sync::thread::process_cpu_list()
+            .first()
+            .copied()
+            .unwrap_or(0);
         let waited = std::thread::scope(|s| {
             s.spawn(|| {
                 pin(cpu);

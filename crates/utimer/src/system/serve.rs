@@ -621,6 +621,18 @@ impl std::fmt::Debug for Serving<'_> {
     }
 }
 
+/// What a worker's plan reads of the serving state (`WorkerSleep::park`'s
+/// `serving`), for the tests.
+#[cfg(test)]
+fn serving_state(sys: &TimerSystem) -> (bool, u64, u64) {
+    let hr = &sys.core.nohz.hr;
+    (
+        hr.served.load(SeqCst),
+        hr.claims.load(SeqCst),
+        hr.beats.load(SeqCst),
+    )
+}
+
 #[cfg(all(test, loom))]
 mod tests {
     use super::*;
@@ -667,15 +679,7 @@ mod tests {
                 .hr
                 .idle_enter(0, &core.bases.ticks)
                 .unwrap_or(NEVER);
-            let serving = || {
-                let hr = &core.nohz.hr;
-                (
-                    hr.served.load(SeqCst),
-                    hr.claims.load(SeqCst),
-                    hr.beats.load(SeqCst),
-                )
-            };
-            let _ = ws.plan_park(token, NEVER, hr, &serving);
+            let _ = ws.plan_park(token, NEVER, hr, &|| serving_state(&sys));
             th.join().unwrap();
             let at = ws.wakes_at();
             assert!(
@@ -712,15 +716,10 @@ mod tests {
                 .hr
                 .idle_enter(0, &core.bases.ticks)
                 .unwrap_or(NEVER);
-            let state = || {
-                let hr = &core.nohz.hr;
-                (
-                    hr.served.load(SeqCst),
-                    hr.claims.load(SeqCst),
-                    hr.beats.load(SeqCst),
-                )
-            };
-            assert_eq!(ws.plan_park(token, NEVER, hr, &state), Sleep::Alarm);
+            assert_eq!(
+                ws.plan_park(token, NEVER, hr, &|| serving_state(&sys)),
+                Sleep::Alarm
+            );
             let th = thread::spawn(move || {
                 t.start(1_000).unwrap();
                 t
@@ -828,16 +827,8 @@ mod plan_tests {
             .serve
             .install(vec![WorkerSleep::new().unwrap()].into_boxed_slice());
         let ws = sys.core.serve.worker(0).unwrap();
-        let state = || {
-            let hr = &sys.core.nohz.hr;
-            (
-                hr.served.load(SeqCst),
-                hr.claims.load(SeqCst),
-                hr.beats.load(SeqCst),
-            )
-        };
         let plan = || {
-            let sleep = ws.plan_park(ws.token(), 5_000_000, NEVER, &state);
+            let sleep = ws.plan_park(ws.token(), 5_000_000, NEVER, &|| serving_state(&sys));
             lock(&ws.plan).parked = false;
             sleep
         };
