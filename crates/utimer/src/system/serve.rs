@@ -623,6 +623,21 @@ impl std::fmt::Debug for Serving<'_> {
 
 /// What a worker's plan reads of the serving state (`WorkerSleep::park`'s
 /// `serving`), for the tests.
+/// One worker on a manual clock, with its alarm installed as the runtime
+/// would, for the tests.
+#[cfg(test)]
+fn system() -> Arc<TimerSystem> {
+    let sys = TimerSystem::builder()
+        .workers(1)
+        .clock(crate::Clock::manual())
+        .sleepers_serve(true)
+        .build_without_threads();
+    sys.core
+        .serve
+        .install(vec![WorkerSleep::new().unwrap()].into_boxed_slice());
+    Arc::new(sys)
+}
+
 #[cfg(test)]
 fn serving_state(sys: &TimerSystem) -> (bool, u64, u64) {
     let hr = &sys.core.nohz.hr;
@@ -638,20 +653,6 @@ mod tests {
     use super::*;
     use crate::{Clock, ClockId, HrRestart};
     use loom::thread;
-
-    /// One worker on a manual clock, with its alarm installed as the
-    /// runtime would.
-    fn system() -> Arc<TimerSystem> {
-        let sys = TimerSystem::builder()
-            .workers(1)
-            .clock(Clock::manual())
-            .sleepers_serve(true)
-            .build_without_threads();
-        sys.core
-            .serve
-            .install(vec![WorkerSleep::new().unwrap()].into_boxed_slice());
-        Arc::new(sys)
-    }
 
     /// A thread claims the serving role and gives it back while the
     /// worker decides what to set its alarm to: once both are done (nobody
@@ -810,7 +811,6 @@ mod tests {
 #[cfg(all(test, not(loom)))]
 mod plan_tests {
     use super::*;
-    use crate::Clock;
 
     /// A worker that parks after a thread served (and gave the role back)
     /// sleeps on its alarm, where the next claim moves it; one that parks
@@ -818,14 +818,7 @@ mod plan_tests {
     #[test]
     #[cfg_attr(miri, ignore)] // timerfds
     fn a_worker_stays_on_its_alarm_between_two_claims() {
-        let sys = TimerSystem::builder()
-            .workers(1)
-            .clock(Clock::manual())
-            .sleepers_serve(true)
-            .build_without_threads();
-        sys.core
-            .serve
-            .install(vec![WorkerSleep::new().unwrap()].into_boxed_slice());
+        let sys = system();
         let ws = sys.core.serve.worker(0).unwrap();
         let plan = || {
             let sleep = ws.plan_park(ws.token(), 5_000_000, NEVER, &|| serving_state(&sys));
