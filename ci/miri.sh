@@ -14,18 +14,17 @@
 # The one split is by memory model: the POSIX ID table's tests
 # (posix::table) run in a second pass under Tree Borrows, see below.
 #
-# Uses the nightly toolchain's Miri (installed if missing).
+# Uses the pinned nightly's Miri (ci/toolchains.sh; installed if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^miri'; then
-  rustup toolchain install nightly --profile minimal --component miri,rust-src
-fi
-cargo +nightly miri setup
+. ci/toolchains.sh
+ensure_toolchain "$NIGHTLY" miri rust-src
+cargo +"$NIGHTLY" miri setup
 FILES=(callbacks bad_input model delete_sync defects hotplug cancel_rearm stale_base hr_sleeper)
 # Isolation off: the monotonic clock is read through libc. Few proptest cases:
 # Miri is ~1000x slower than native code.
 MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}" PROPTEST_CASES=4 CARGO_TARGET_DIR=target/miri \
-  cargo +nightly miri test -p utimer --lib "${FILES[@]/#/--test=}" -- --skip posix::table
+  cargo +"$NIGHTLY" miri test -p utimer --lib "${FILES[@]/#/--test=}" -- --skip posix::table
 # The POSIX ID table (posix::table: epoch-reclaimed slots, racing lookups)
 # under Tree Borrows: crossbeam-epoch's intrusive list of threads is known
 # not to fit Stacked Borrows and to be clean under Tree Borrows, the model
@@ -35,4 +34,4 @@ MIRIFLAGS="-Zmiri-disable-isolation ${MIRIFLAGS:-}" PROPTEST_CASES=4 CARGO_TARGE
 # pointers as integers, so Miri cannot see them as reachable. That each
 # value is dropped exactly once is what the table's own tests count.
 MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows -Zmiri-ignore-leaks -Zmiri-permissive-provenance ${MIRIFLAGS:-}" PROPTEST_CASES=4 CARGO_TARGET_DIR=target/miri \
-  cargo +nightly miri test -p utimer --lib -- posix::table
+  cargo +"$NIGHTLY" miri test -p utimer --lib -- posix::table

@@ -12,7 +12,8 @@
 # locks and channels are seen too. Any report fails the run
 # (halt_on_error); none is suppressed today (a ci/tsan.supp, if one is
 # ever needed, would hold the known false positives, each with why, and is
-# then used). Installs nightly's rust-src if missing.
+# then used). Runs on the pinned nightly (ci/toolchains.sh), installed with
+# rust-src if missing.
 #
 # Usage: ci/tsan.sh [ROUNDS]  (or TSAN_ROUNDS=N): how many times the
 # selected tests run; CI runs 1, by hand e.g. `ci/tsan.sh 20` for a longer
@@ -20,9 +21,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-${TSAN_ROUNDS:-1}}
-if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
-  rustup toolchain install nightly --profile minimal --component rust-src
-fi
+. ci/toolchains.sh
+ensure_toolchain "$NIGHTLY" rust-src
 target=$(rustc -vV | sed -n 's/^host: //p')
 export RUSTFLAGS="-Zsanitizer=thread ${RUSTFLAGS:-}"
 export RUSTDOCFLAGS="-Zsanitizer=thread ${RUSTDOCFLAGS:-}"
@@ -38,7 +38,7 @@ export RUST_BACKTRACE=0
 # Fewer proptest cases: instrumented code is 5-15x slower.
 export PROPTEST_CASES=${PROPTEST_CASES:-16}
 cargo_test() {
-  cargo +nightly test -Zbuild-std --target "$target" -p utimer "$@"
+  cargo +"$NIGHTLY" test -Zbuild-std --target "$target" -p utimer "$@"
 }
 tests=(--test concurrency --test runtime --test migration --test delete_sync --test callbacks
   --test hotplug --test hrtimer --test hr_sleeper --test posix)

@@ -350,7 +350,9 @@ fn owner(sys: Arc<TimerSystem>, shared: Arc<Shared>, id: usize, args: &Args) -> 
     let mut rng = Rng(args.seed ^ (id as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
     // Half the threads arm on a worker they are bound to; the others on
     // their home worker, as any outside thread does.
-    let _bound = (id % 2 == 0).then(|| sys.enter(id / 2 % sys.workers()).unwrap());
+    let _bound = id
+        .is_multiple_of(2)
+        .then(|| sys.enter(id / 2 % sys.workers()).unwrap());
     let mut slots: Vec<Slot> = (0..TIMERS_PER_THREAD)
         .map(|i| new_slot(&sys, &shared, i % 8 == 0))
         .collect();
@@ -389,7 +391,7 @@ fn owner(sys: Arc<TimerSystem>, shared: Arc<Shared>, id: usize, args: &Args) -> 
                 }
                 b.queued = Some(e);
                 // Now and then the callback re-arms it once from inside.
-                b.rearm = (r >> 40) % 16 == 0;
+                b.rearm = (r >> 40).is_multiple_of(16);
             }
             30..=44 => {
                 let mut b = lock(&slot.belief);
@@ -469,7 +471,7 @@ fn owner(sys: Arc<TimerSystem>, shared: Arc<Shared>, id: usize, args: &Args) -> 
             }
             92..=95 => {
                 // Drop the handle (cancels without waiting) and replace it.
-                let fresh = new_slot(&sys, &shared, i % 8 == 0);
+                let fresh = new_slot(&sys, &shared, i.is_multiple_of(8));
                 let old = std::mem::replace(slot, fresh);
                 let mut b = lock(&old.belief);
                 drop(old.timer);

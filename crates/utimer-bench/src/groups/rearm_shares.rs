@@ -156,7 +156,7 @@ fn diff(a: BaseStats, b: BaseStats) -> BaseStats {
 fn timeout(w: &Workload, c: usize, rng: &mut XorShift) -> u64 {
     if w.conns == 1 {
         1000 + rng.below(32)
-    } else if c % 4 == 0 {
+    } else if c.is_multiple_of(4) {
         7200
     } else {
         200

@@ -31,7 +31,7 @@ pub const DUE: u16 = BUCKETS as u16;
 /// it: once the clock reaches `MAX_TICK`, every queued entry is due.
 pub const MAX_TICK: u64 = 1 << 53;
 
-const _: () = assert!(MAX_TICK % level_granularity(LEVELS - 1) == 0);
+const _: () = assert!(MAX_TICK.is_multiple_of(level_granularity(LEVELS - 1)));
 /// The largest distance from `clk` a timer can be queued at; later expiries
 /// are clamped to `clk + MAX_DELTA`, as the kernel clamps to
 /// `WHEEL_TIMEOUT_MAX`.
