@@ -5,7 +5,7 @@ use crate::{Interval, Sleep, Timeout};
 use std::future::IntoFuture;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-use utimer::{ClockId, Runtime, TimerSystem};
+use utimer::{ClockId, Ktime, Runtime, TimerSystem};
 
 /// The process-wide default: a [`Runtime`] made from the builder given to
 /// [`Handle::init_global`], or else one worker pinned to each CPU the
@@ -221,17 +221,18 @@ impl Handle {
 
     /// `deadline` in ns of the system's `CLOCK_MONOTONIC`, never earlier
     /// than it (see [`Anchor`]).
-    pub(crate) fn ns_of(&self, deadline: std::time::Instant) -> u64 {
+    pub(crate) fn ns_of(&self, deadline: std::time::Instant) -> Ktime {
         let Anchor { instant, ns } = self.parts().1;
-        match deadline.checked_duration_since(instant) {
+        Ktime::from_nanos(match deadline.checked_duration_since(instant) {
             Some(after) => ns.saturating_add(nanos(after)),
             None => ns.saturating_sub(nanos(instant - deadline)),
-        }
+        })
     }
 
     /// `ns` of the system's `CLOCK_MONOTONIC` as an `Instant`: the
     /// inverse of [`ns_of`](Self::ns_of) (exact, but where that saturated).
-    pub(crate) fn instant_of(&self, ns: u64) -> std::time::Instant {
+    pub(crate) fn instant_of(&self, at: Ktime) -> std::time::Instant {
+        let ns = at.as_nanos();
         let a = self.parts().1;
         let t = if ns >= a.ns {
             a.instant.checked_add(Duration::from_nanos(ns - a.ns))

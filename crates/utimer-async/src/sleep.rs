@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant as StdInstant};
-use utimer::{ClockId, HrSleeper};
+use utimer::{ClockId, HrSleeper, Ktime};
 
 /// Waits until `duration` has elapsed, to the nanosecond plus the wake-up's
 /// latency, never less: `tokio::time::sleep`, and the kernel's `nanosleep`
@@ -315,9 +315,10 @@ const COARSE_LAG: u64 = 20_000_000;
 /// those more than [`COARSE_LAG`] ahead of it, which is nearly every
 /// timeout and sleep; the precise clock decides the rest.
 #[inline]
-fn passed(handle: &Handle, at: u64) -> bool {
+fn passed(handle: &Handle, at: Ktime) -> bool {
+    let at = at.as_nanos();
     let coarse = handle.system().clock_ns_coarse(ClockId::Monotonic);
-    coarse >= at || (at - coarse <= COARSE_LAG && handle.ns_of(StdInstant::now()) >= at)
+    coarse >= at || (at - coarse <= COARSE_LAG && handle.ns_of(StdInstant::now()).as_nanos() >= at)
 }
 
 impl Sleep {

@@ -53,7 +53,7 @@ use std::cell::RefCell;
 use std::ffi::{c_int, c_uint};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use utimer::{Server, Woke};
+use utimer::{Ktime, Server, Woke};
 
 const NS: u64 = 1_000_000_000;
 
@@ -208,7 +208,7 @@ fn serve_until(deadline: u64) -> Option<Ended> {
     let ended = loop {
         let woke = {
             let _section = critical::enter();
-            serving.wait(deadline, &interrupted)
+            serving.wait(Ktime::from_nanos(deadline), &interrupted)
         };
         match woke {
             Woke::Deadline => break Ended::Slept,

@@ -160,7 +160,7 @@ pub use system::{
     SystemRef, TimerList, TimerSystem, WheelBaseInfo, Woke, Worker, WorkerTimers, MAX_AHEAD,
     MAX_WORKERS, MIN_AHEAD, SERVE_GRACE,
 };
-pub use time::{Clock, ClockId, Expiry};
+pub use time::{Clock, ClockId, Expiry, Ktime};
 pub use timer_list::{BaseKind, BaseStats, Timer, TimerFlags};
 
 // The README's examples run as doctests of `utimer-async`, the crate that

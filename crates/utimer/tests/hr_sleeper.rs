@@ -10,7 +10,12 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
-use utimer::{Clock, ClockId, HrSleeper, TimerSystem};
+use utimer::{Clock, ClockId, HrSleeper, Ktime, TimerSystem};
+
+/// `n` ns of an hrtimer's clock.
+fn ns(n: u64) -> Ktime {
+    Ktime::from_nanos(n)
+}
 
 /// A manual clock with 100 µs ticks: hrtimers read `tick × 100_000` ns.
 fn manual(workers: usize) -> (Arc<TimerSystem>, Clock) {
@@ -45,7 +50,7 @@ fn counter() -> (Arc<Count>, Waker) {
 type Sl = Pin<Box<HrSleeper<Arc<TimerSystem>>>>;
 
 fn sleeper(sys: &Arc<TimerSystem>, at: u64) -> Sl {
-    Box::pin(HrSleeper::new(sys.clone(), ClockId::Monotonic, at))
+    Box::pin(HrSleeper::new(sys.clone(), ClockId::Monotonic, ns(at)))
 }
 
 fn pending(sys: &TimerSystem, w: usize) -> usize {
@@ -59,7 +64,7 @@ fn fires_at_its_expiry_never_before_and_wakes_once() {
     let mut s = sleeper(&sys, 5 * TICK + 1);
     assert_eq!(std::mem::size_of::<HrSleeper<Arc<TimerSystem>>>(), 72);
     assert!(!s.is_queued() && !s.is_expired());
-    s.as_mut().start(5 * TICK + 1, Some(&waker)).unwrap();
+    s.as_mut().start(ns(5 * TICK + 1), Some(&waker)).unwrap();
     assert!(s.is_queued());
     assert_eq!(pending(&sys, 0), 1);
     assert_eq!(
@@ -97,7 +102,7 @@ fn the_latest_waker_is_the_one_woken() {
     let (first, w1) = counter();
     let (second, w2) = counter();
     let mut s = sleeper(&sys, TICK);
-    s.as_mut().start(TICK, Some(&w1)).unwrap();
+    s.as_mut().start(ns(TICK), Some(&w1)).unwrap();
     assert!(s
         .as_mut()
         .poll_expired(&mut Context::from_waker(&w2))
@@ -115,12 +120,12 @@ fn restart_moves_it_and_cancel_takes_it_out() {
     let (count, waker) = counter();
     let mut a = sleeper(&sys, 0);
     let mut b = sleeper(&sys, 0);
-    a.as_mut().start(3 * TICK, Some(&waker)).unwrap();
-    b.as_mut().start(8 * TICK, Some(&waker)).unwrap();
+    a.as_mut().start(ns(3 * TICK), Some(&waker)).unwrap();
+    b.as_mut().start(ns(8 * TICK), Some(&waker)).unwrap();
     // Later (it keeps its place: the run at tick 3 re-keys it), then
     // earlier than b.
-    a.as_mut().start(10 * TICK, None).unwrap();
-    assert_eq!(a.expires(), 10 * TICK);
+    a.as_mut().start(ns(10 * TICK), None).unwrap();
+    assert_eq!(a.expires(), ns(10 * TICK));
     assert_eq!(sys.next_expiry(0).unwrap(), Some(3));
     clock.set(3);
     assert_eq!(
@@ -129,7 +134,7 @@ fn restart_moves_it_and_cancel_takes_it_out() {
         "fired before its new expiry"
     );
     assert_eq!(sys.next_expiry(0).unwrap(), Some(8));
-    a.as_mut().set_expires(5 * TICK).unwrap();
+    a.as_mut().set_expires(ns(5 * TICK)).unwrap();
     assert_eq!(sys.next_expiry(0).unwrap(), Some(5));
     assert!(b.as_mut().cancel());
     assert!(!b.as_mut().cancel(), "cancel of an idle sleeper");
@@ -141,7 +146,7 @@ fn restart_moves_it_and_cancel_takes_it_out() {
     assert!(a.is_expired() && !b.is_expired());
     // A fired sleeper: cancel changes nothing, set_expires keeps it fired.
     assert!(!a.as_mut().cancel());
-    a.as_mut().set_expires(TICK).unwrap();
+    a.as_mut().set_expires(ns(TICK)).unwrap();
     assert!(a.is_expired());
 }
 
@@ -154,10 +159,10 @@ fn a_later_restart_never_fires_at_the_old_expiry() {
     let (count, waker) = counter();
     let mut cx = Context::from_waker(&waker);
     let mut s = sleeper(&sys, 0);
-    s.as_mut().start(3 * TICK, Some(&waker)).unwrap();
-    s.as_mut().start(10 * TICK, None).unwrap();
-    s.as_mut().start(12 * TICK, Some(&waker)).unwrap();
-    assert_eq!(s.expires(), 12 * TICK);
+    s.as_mut().start(ns(3 * TICK), Some(&waker)).unwrap();
+    s.as_mut().start(ns(10 * TICK), None).unwrap();
+    s.as_mut().start(ns(12 * TICK), Some(&waker)).unwrap();
+    assert_eq!(s.expires(), ns(12 * TICK));
     for tick in [3, 5, 11] {
         clock.set(tick);
         assert_eq!(sys.run_expired(0, tick).unwrap(), 0, "fired at tick {tick}");
@@ -170,10 +175,10 @@ fn a_later_restart_never_fires_at_the_old_expiry() {
         "re-keyed to its expiry"
     );
     // Earlier than its key now, then later again.
-    s.as_mut().start(11 * TICK + 1, None).unwrap();
+    s.as_mut().start(ns(11 * TICK + 1), None).unwrap();
     assert_eq!(sys.next_expiry(0).unwrap(), Some(12));
-    s.as_mut().start(20 * TICK, None).unwrap();
-    s.as_mut().start(15 * TICK, None).unwrap();
+    s.as_mut().start(ns(20 * TICK), None).unwrap();
+    s.as_mut().start(ns(15 * TICK), None).unwrap();
     for tick in [12, 14] {
         clock.set(tick);
         assert_eq!(sys.run_expired(0, tick).unwrap(), 0, "fired at tick {tick}");
@@ -195,8 +200,8 @@ fn a_run_re_keys_many_moved_sleepers() {
     let (count, waker) = counter();
     let mut many: Vec<Sl> = (0..300).map(|_| sleeper(&sys, 0)).collect();
     for s in many.iter_mut() {
-        s.as_mut().start(TICK, Some(&waker)).unwrap();
-        s.as_mut().start(5 * TICK, None).unwrap();
+        s.as_mut().start(ns(TICK), Some(&waker)).unwrap();
+        s.as_mut().start(ns(5 * TICK), None).unwrap();
     }
     clock.set(1);
     assert_eq!(sys.run_expired(0, 1).unwrap(), 0);
@@ -217,11 +222,11 @@ fn a_poll_after_a_fire_installs_its_waker_again() {
     let (count, waker) = counter();
     let mut cx = Context::from_waker(&waker);
     let mut s = sleeper(&sys, 0);
-    s.as_mut().start(TICK, Some(&waker)).unwrap();
+    s.as_mut().start(ns(TICK), Some(&waker)).unwrap();
     clock.set(1);
     assert_eq!(sys.run_expired(0, 1).unwrap(), 1);
     assert_eq!(count.0.load(SeqCst), 1);
-    s.as_mut().start(3 * TICK, None).unwrap();
+    s.as_mut().start(ns(3 * TICK), None).unwrap();
     assert!(s.as_mut().poll_expired(&mut cx).is_pending());
     clock.set(3);
     assert_eq!(sys.run_expired(0, 3).unwrap(), 1);
@@ -244,7 +249,7 @@ fn complete_marks_an_idle_sleeper_fired_and_leaves_a_queued_one() {
     assert_eq!(s.as_mut().poll_expired(&mut cx), Poll::Ready(Ok(())));
     assert_eq!((pending(&sys, 0), count.0.load(SeqCst)), (0, 0));
     // Started again later: pending again, fires at its new expiry.
-    s.as_mut().start(3 * TICK, Some(&waker)).unwrap();
+    s.as_mut().start(ns(3 * TICK), Some(&waker)).unwrap();
     assert!(s.is_queued() && !s.is_expired());
     // Queued: `complete` leaves it queued, to fire at its expiry.
     s.as_mut().complete();
@@ -265,18 +270,18 @@ fn an_expiry_the_base_already_passed_fires_at_once() {
     let mut other = sleeper(&sys, 0);
     other
         .as_mut()
-        .start(10 * TICK, Some(Waker::noop()))
+        .start(ns(10 * TICK), Some(Waker::noop()))
         .unwrap();
     clock.set(10);
     sys.run_expired(0, 10).unwrap(); // the base's run read tick 10
     assert!(other.is_expired());
     let mut s = sleeper(&sys, 0);
-    s.as_mut().start(10 * TICK, Some(&waker)).unwrap();
+    s.as_mut().start(ns(10 * TICK), Some(&waker)).unwrap();
     assert!(s.is_expired() && !s.is_queued());
     assert_eq!(count.0.load(SeqCst), 1, "woken by the start itself");
     assert_eq!(pending(&sys, 0), 0);
     // Passed, but after the latest run: queued, fires at the next run.
-    s.as_mut().start(10 * TICK + 1, None).unwrap();
+    s.as_mut().start(ns(10 * TICK + 1), None).unwrap();
     assert!(s.is_queued());
     clock.set(11);
     assert_eq!(sys.run_expired(0, 11).unwrap(), 1);
@@ -290,7 +295,7 @@ fn drop_takes_it_out_and_never_waits() {
     let mut many: Vec<Sl> = (0..100).map(|i| sleeper(&sys, i)).collect();
     for (i, s) in many.iter_mut().enumerate() {
         s.as_mut()
-            .start(TICK + (i as u64 * 7_919) % 1_000, Some(&waker))
+            .start(ns(TICK + (i as u64 * 7_919) % 1_000), Some(&waker))
             .unwrap();
     }
     assert_eq!(pending(&sys, 0), 100);
@@ -317,7 +322,7 @@ fn hot_plug_moves_queued_sleepers() {
     let mut s = sleeper(&sys, 0);
     {
         let _on_1 = sys.enter(1).unwrap();
-        s.as_mut().start(5 * TICK, Some(&waker)).unwrap();
+        s.as_mut().start(ns(5 * TICK), Some(&waker)).unwrap();
     }
     assert_eq!((pending(&sys, 0), pending(&sys, 1)), (0, 1));
     assert_eq!(sys.offline(1).unwrap(), 1);
@@ -332,7 +337,7 @@ fn hot_plug_moves_queued_sleepers() {
     assert_eq!(sys.run_expired(0, 5).unwrap(), 1);
     assert_eq!(count.0.load(SeqCst), 1);
     // Restarted while its worker is offline: routed to worker 0.
-    s.as_mut().start(7 * TICK, None).unwrap();
+    s.as_mut().start(ns(7 * TICK), None).unwrap();
     assert_eq!(pending(&sys, 0), 1);
     sys.online(1).unwrap();
     drop(s);
@@ -344,9 +349,9 @@ fn edge_expiries() {
     let (sys, clock) = manual(1);
     let (count, waker) = counter();
     let mut far = sleeper(&sys, u64::MAX);
-    far.as_mut().start(u64::MAX, Some(&waker)).unwrap();
+    far.as_mut().start(ns(u64::MAX), Some(&waker)).unwrap();
     let mut zero = sleeper(&sys, 0);
-    zero.as_mut().start(0, Some(&waker)).unwrap();
+    zero.as_mut().start(ns(0), Some(&waker)).unwrap();
     assert!(zero.is_expired(), "every clock has read 0: fired at once");
     clock.set(u64::MAX / TICK);
     sys.run_expired(0, u64::MAX / TICK).unwrap();
@@ -362,9 +367,9 @@ fn edge_expiries() {
 fn other_clocks() {
     let (sys, clock) = manual(1);
     let (count, waker) = counter();
-    let mut s = Box::pin(HrSleeper::new(sys.clone(), ClockId::Boottime, 0));
+    let mut s = Box::pin(HrSleeper::new(sys.clone(), ClockId::Boottime, ns(0)));
     assert_eq!(s.clock(), ClockId::Boottime);
-    s.as_mut().start(2 * TICK, Some(&waker)).unwrap();
+    s.as_mut().start(ns(2 * TICK), Some(&waker)).unwrap();
     assert_eq!(s.clock(), ClockId::Boottime);
     clock.set(2);
     sys.run_expired(0, 2).unwrap();
@@ -400,7 +405,7 @@ fn drops_racing_the_expiry_run() {
                 for i in 0..rounds {
                     let mut s = sleeper(&sys, 0);
                     let at = (sys.now() + (i + k) % 3) * TICK;
-                    s.as_mut().start(at, Some(&waker)).unwrap();
+                    s.as_mut().start(ns(at), Some(&waker)).unwrap();
                     if i % 2 == 0 {
                         std::thread::yield_now();
                     }

@@ -6,7 +6,12 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use utimer::{Clock, ClockId, HrRestart, Runtime, TimerError, TimerSystem};
+use utimer::{Clock, ClockId, HrRestart, Ktime, Runtime, TimerError, TimerSystem};
+
+/// `n` ns of an hrtimer's clock.
+fn ns(n: u64) -> Ktime {
+    Ktime::from_nanos(n)
+}
 
 /// A manual clock with 100 µs ticks: hrtimers read `tick × 100_000` ns.
 fn manual(workers: usize) -> (TimerSystem, Clock) {
@@ -29,13 +34,13 @@ fn fires_at_its_expiry_never_before() {
     let t = sys
         .hrtimer_on(0, ClockId::Monotonic, move |fire| {
             assert!(fire.now() >= fire.expires(), "early");
-            f.store(fire.now(), SeqCst);
+            f.store(fire.now().as_nanos(), SeqCst);
             HrRestart::NoRestart
         })
         .unwrap();
-    t.start(5 * TICK + 1).unwrap();
+    t.start(ns(5 * TICK + 1)).unwrap();
     assert!(t.is_queued());
-    assert_eq!(t.expires(), Some(5 * TICK + 1));
+    assert_eq!(t.expires(), Some(ns(5 * TICK + 1)));
     for tick in 0..=5 {
         clock.set(tick);
         sys.run_expired(0, tick).unwrap();
@@ -58,7 +63,7 @@ fn next_expiry_is_precise_and_rounded_up_to_a_tick() {
     let t = sys
         .hrtimer_on(0, ClockId::Monotonic, |_| HrRestart::NoRestart)
         .unwrap();
-    t.start(3 * TICK + 1).unwrap();
+    t.start(ns(3 * TICK + 1)).unwrap();
     // The tick-based answer rounds an hrtimer up: never early.
     assert_eq!(sys.next_expiry(0).unwrap(), Some(4));
     clock.set(4);
@@ -81,9 +86,9 @@ fn slack_lets_neighbours_share_a_wake_up() {
     let a = mk("a");
     let b = mk("b");
     // a may fire anywhere in [10, 30] ticks; b exactly at 20.
-    a.start_range(10 * TICK, Duration::from_nanos(20 * TICK))
+    a.start_range(ns(10 * TICK), Duration::from_nanos(20 * TICK))
         .unwrap();
-    b.start(20 * TICK).unwrap();
+    b.start(ns(20 * TICK)).unwrap();
     // The worker wakes for the first hard expiry: b's, at 20 ...
     assert_eq!(sys.next_expiry(0).unwrap(), Some(20));
     clock.set(15);
@@ -109,17 +114,17 @@ fn periodic_forward_does_not_drift() {
             HrRestart::Restart
         })
         .unwrap();
-    t.start(10 * TICK).unwrap();
+    t.start(ns(10 * TICK)).unwrap();
     // The worker runs late and irregularly; expiries stay on the grid.
     for now in [10, 23, 30, 71, 80] {
         clock.set(now);
         sys.run_expired(0, now).unwrap();
     }
     let seen = seen.lock().unwrap();
-    let expiries: Vec<u64> = seen.iter().map(|&(e, _)| e / TICK).collect();
+    let expiries: Vec<u64> = seen.iter().map(|&(e, _)| e.as_nanos() / TICK).collect();
     assert_eq!(expiries, [10, 20, 30, 40, 80]);
     assert!(seen.iter().all(|&(e, now)| now >= e));
-    assert_eq!(t.expires(), Some(90 * TICK));
+    assert_eq!(t.expires(), Some(ns(90 * TICK)));
     drop(t);
     assert_eq!(
         sys.metrics().hr_stats(0).unwrap().pending,
@@ -136,7 +141,7 @@ fn try_cancel_and_cancel() {
             .unwrap(),
     );
     assert_eq!(t.try_cancel(), Ok(false));
-    t.start(TICK).unwrap();
+    t.start(ns(TICK)).unwrap();
     assert_eq!(t.try_cancel(), Ok(true));
     assert_eq!(t.cancel(), Ok(false));
     clock.set(2);
@@ -163,7 +168,7 @@ fn try_cancel_and_cancel() {
         .unwrap(),
     );
     *me.lock().unwrap() = Some(own.clone());
-    own.start(0).unwrap();
+    own.start(ns(0)).unwrap();
     sys.run_expired(0, 2).unwrap();
     assert_eq!(
         *results.lock().unwrap(),
@@ -214,7 +219,7 @@ fn a_runtime_fires_hrtimers_on_time_from_any_thread() {
             .hrtimer_on((i % 2) as usize, ClockId::Monotonic, move |fire| {
                 l.lock()
                     .unwrap()
-                    .push(fire.now() as i64 - fire.expires() as i64);
+                    .push(fire.now().as_nanos() as i64 - fire.expires().as_nanos() as i64);
                 HrRestart::NoRestart
             })
             .unwrap();
@@ -252,7 +257,7 @@ fn boottime_and_realtime_timers_fire() {
             .unwrap();
         assert_eq!(t.clock(), clock);
         // Absolute, on the timer's own clock.
-        t.start(sys.clock_ns(clock) + 3_000_000).unwrap();
+        t.start(ns(sys.clock_ns(clock) + 3_000_000)).unwrap();
         timers.push(t);
     }
     let start = Instant::now();
@@ -273,7 +278,7 @@ fn offline_moves_hrtimers_and_they_fire_once() {
             HrRestart::NoRestart
         })
         .unwrap();
-    t.start(5 * TICK).unwrap();
+    t.start(ns(5 * TICK)).unwrap();
     assert_eq!(sys.offline(1).unwrap(), 1);
     assert_eq!(t.worker(), 0);
     clock.set(5);
@@ -287,7 +292,7 @@ fn offline_moves_hrtimers_and_they_fire_once() {
     let idle = sys
         .hrtimer_on(1, ClockId::Monotonic, |_| HrRestart::NoRestart)
         .unwrap();
-    idle.start(6 * TICK).unwrap();
+    idle.start(ns(6 * TICK)).unwrap();
     assert_eq!(idle.worker(), 0);
     sys.online(1).unwrap();
     clock.set(7);
@@ -306,10 +311,10 @@ fn shutdown_cancels_and_refuses() {
             HrRestart::NoRestart
         })
         .unwrap();
-    t.start(TICK).unwrap();
+    t.start(ns(TICK)).unwrap();
     drop(sys);
     clock.set(10);
-    assert_eq!(t.start(2 * TICK), Err(TimerError::Shutdown));
+    assert_eq!(t.start(ns(2 * TICK)), Err(TimerError::Shutdown));
     assert!(!t.is_queued());
     assert_eq!(fired.load(SeqCst), 0);
 }
@@ -325,13 +330,13 @@ fn far_and_past_expiries() {
             HrRestart::NoRestart
         })
         .unwrap();
-    t.start(u64::MAX).unwrap();
+    t.start(ns(u64::MAX)).unwrap();
     t.start_after(Duration::MAX).unwrap();
-    assert_eq!(t.expires(), Some(u64::MAX));
+    assert_eq!(t.expires(), Some(Ktime::MAX));
     clock.set(u64::MAX / TICK);
     sys.run_expired(0, u64::MAX / TICK).unwrap();
     assert_eq!(fired.load(SeqCst), 0);
-    t.start(0).unwrap(); // in the past: fires at the next run
+    t.start(ns(0)).unwrap(); // in the past: fires at the next run
     sys.run_expired(0, u64::MAX / TICK).unwrap();
     assert_eq!(fired.load(SeqCst), 1);
 }
@@ -367,7 +372,7 @@ fn clock_was_set_wakes_workers_sleeping_on_realtime_timers() {
     let t = sys
         .hrtimer_on(1, ClockId::Realtime, |_| HrRestart::NoRestart)
         .unwrap();
-    t.start(sys.clock_ns(ClockId::Realtime) + 3_600_000_000_000)
+    t.start(ns(sys.clock_ns(ClockId::Realtime) + 3_600_000_000_000))
         .unwrap();
     let start = Instant::now();
     // Worker 1 goes to sleep until its (far) REALTIME timer: first let the

@@ -438,7 +438,7 @@ fn next_expiry_summary_vs_hrtimer_start_and_cancel() {
         );
         let starter = {
             let h = h.clone();
-            thread::spawn(move || h.start(40 * 100_000).unwrap())
+            thread::spawn(move || h.start(utimer::Ktime::from_nanos(40 * 100_000)).unwrap())
         };
         let canceller = {
             let t = t.clone();

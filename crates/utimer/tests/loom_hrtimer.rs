@@ -13,7 +13,7 @@ use loom::thread;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 use utimer::loom_model::model;
-use utimer::{Clock, ClockId, HrRestart, TimerSystem};
+use utimer::{Clock, ClockId, HrRestart, Ktime, TimerSystem};
 
 fn system() -> Arc<TimerSystem> {
     Arc::new(
@@ -46,7 +46,7 @@ fn cancel_waits_for_the_running_callback() {
                 HrRestart::NoRestart
             })
             .unwrap();
-        t.start(0).unwrap();
+        t.start(Ktime::ZERO).unwrap();
         let expirer = spawn_expirer(&sys);
         let was_queued = t.cancel().unwrap();
         assert!(
@@ -69,11 +69,11 @@ fn cancel_vs_restarting_callback() {
         let sys = system();
         let t = sys
             .hrtimer_on(0, ClockId::Monotonic, |fire| {
-                fire.set_expires(1_000_000_000);
+                fire.set_expires(Ktime::from_nanos(1_000_000_000));
                 HrRestart::Restart
             })
             .unwrap();
-        t.start(0).unwrap();
+        t.start(Ktime::ZERO).unwrap();
         let expirer = spawn_expirer(&sys);
         t.cancel().unwrap();
         assert!(!t.is_active());
@@ -106,13 +106,13 @@ fn start_while_running_is_one_callback_at_a_time() {
             })
             .unwrap(),
         );
-        t.start(0).unwrap();
+        t.start(Ktime::ZERO).unwrap();
         let expirer = spawn_expirer(&sys);
         let starter = {
             let t = t.clone();
             thread::spawn(move || {
                 let after_it_began = began.load(SeqCst);
-                t.start(0).unwrap();
+                t.start(Ktime::ZERO).unwrap();
                 after_it_began
             })
         };
@@ -151,11 +151,11 @@ fn drop_while_running_callback_restarts() {
             .hrtimer_on(0, ClockId::Monotonic, move |fire| {
                 let _keep = &flag;
                 assert!(!f2.load(SeqCst), "captures freed while the callback ran");
-                fire.set_expires(1_000_000_000);
+                fire.set_expires(Ktime::from_nanos(1_000_000_000));
                 HrRestart::Restart
             })
             .unwrap();
-        t.start(0).unwrap();
+        t.start(Ktime::ZERO).unwrap();
         let expirer = spawn_expirer(&sys);
         drop(t);
         expirer.join().unwrap();

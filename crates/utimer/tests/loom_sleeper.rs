@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use utimer::loom_model::model;
-use utimer::{Clock, ClockId, HrSleeper, TimerSystem};
+use utimer::{Clock, ClockId, HrSleeper, Ktime, TimerSystem};
 
 /// One worker on a manual clock at tick 0.
 fn system() -> (Arc<TimerSystem>, Clock) {
@@ -45,8 +45,12 @@ type Sl = Pin<Box<HrSleeper<Arc<TimerSystem>>>>;
 /// A sleeper queued for 1 ns with `waker`, and the clock moved past it
 /// (tick 1), so that an expiry run fires it.
 fn queued(sys: &Arc<TimerSystem>, clock: &Clock, waker: &Waker) -> Sl {
-    let mut s = Box::pin(HrSleeper::new(sys.clone(), ClockId::Monotonic, 1));
-    s.as_mut().start(1, Some(waker)).unwrap();
+    let mut s = Box::pin(HrSleeper::new(
+        sys.clone(),
+        ClockId::Monotonic,
+        Ktime::from_nanos(1),
+    ));
+    s.as_mut().start(Ktime::from_nanos(1), Some(waker)).unwrap();
     assert!(s.is_queued());
     clock.set(1);
     s
@@ -107,11 +111,13 @@ fn restart_races_the_expiry_run() {
         let (count, waker) = counter();
         let mut s = queued(&sys, &clock, &waker);
         let expirer = spawn_expirer(&sys);
-        s.as_mut().start(1_000_000_000, None).unwrap();
+        s.as_mut()
+            .start(Ktime::from_nanos(1_000_000_000), None)
+            .unwrap();
         let ran = expirer.join().unwrap();
         assert_eq!(count.0.load(SeqCst), ran);
         assert!(s.is_queued(), "the restart queues it whatever the order");
-        assert_eq!(s.expires(), 1_000_000_000);
+        assert_eq!(s.expires(), Ktime::from_nanos(1_000_000_000));
         assert_eq!(sys.metrics().hr_stats(0).unwrap().pending, 1);
         // Whichever won, nothing fires before the new expiry (a lost
         // extension would leave it keyed at 1, or fired with no restart).
@@ -136,11 +142,13 @@ fn extend_races_the_expiry_run() {
         let mut s = queued(&sys, &clock, &waker);
         let expirer = spawn_expirer(&sys);
         // 5 ms: tick 5 of the default 1 ms tick.
-        s.as_mut().start(5_000_000, None).unwrap();
+        s.as_mut()
+            .start(Ktime::from_nanos(5_000_000), None)
+            .unwrap();
         let ran = expirer.join().unwrap();
         assert_eq!(count.0.load(SeqCst), ran);
         assert!(s.is_queued(), "queued for 5 ms whatever the order");
-        assert_eq!(s.expires(), 5_000_000);
+        assert_eq!(s.expires(), Ktime::from_nanos(5_000_000));
         clock.set(4);
         assert_eq!(sys.run_expired(0, 4).unwrap(), 0, "fired before 5 ms");
         clock.set(5);

@@ -9,7 +9,12 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
-use utimer::{ClockId, Expiry, HrRestart, TimerFlags, TimerSystem};
+use utimer::{ClockId, Expiry, HrRestart, Ktime, TimerFlags, TimerSystem};
+
+/// `n` ns of an hrtimer's clock.
+fn ns(n: u64) -> Ktime {
+    Ktime::from_nanos(n)
+}
 
 mod common;
 
@@ -46,9 +51,9 @@ fn every_source_invalidates_the_cached_answer() {
     assert_eq!(next(&sys, 0), Some(50), "local base");
     movable.modify(Expiry::Tick(40)).unwrap();
     assert_eq!(next(&sys, 0), Some(40), "global base");
-    mono.start(30 * TICK).unwrap();
+    mono.start(ns(30 * TICK)).unwrap();
     assert_eq!(next(&sys, 0), Some(30), "monotonic hrtimer");
-    boot.start(20 * TICK + 1).unwrap();
+    boot.start(ns(20 * TICK + 1)).unwrap();
     assert_eq!(next(&sys, 0), Some(21), "boottime hrtimer, rounded up");
     deferrable.modify(Expiry::Tick(10)).unwrap();
     assert_eq!(next(&sys, 0), Some(21), "deferrable timers are no event");
@@ -89,7 +94,7 @@ fn moves_between_workers_update_both_summaries() {
         let _w0 = sys.enter(0).unwrap();
         t.modify(Expiry::Tick(30)).unwrap();
     }
-    h.start(50 * TICK).unwrap();
+    h.start(ns(50 * TICK)).unwrap();
     assert_eq!((next(&sys, 0), next(&sys, 1)), (Some(30), Some(50)));
     {
         let _w1 = sys.enter(1).unwrap();
@@ -150,7 +155,7 @@ fn concurrent_readers_never_answer_later_than_a_pending_timer() {
                         let h = sys
                             .hrtimer_on(0, ClockId::Monotonic, |_| HrRestart::NoRestart)
                             .unwrap();
-                        h.start(tick * TICK).unwrap();
+                        h.start(ns(tick * TICK)).unwrap();
                         keep_hr.push(h);
                         tick
                     }

@@ -7,7 +7,12 @@
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use utimer::{ClockId, HrRestart, Runtime, Server, TimerSystem, Woke};
+use utimer::{ClockId, HrRestart, Ktime, Runtime, Server, TimerSystem, Woke};
+
+/// `n` ns of an hrtimer's clock.
+fn ns(n: u64) -> Ktime {
+    Ktime::from_nanos(n)
+}
 
 const PERIOD: Duration = Duration::from_millis(1);
 
@@ -33,13 +38,16 @@ fn periodic(rt: &Runtime, fires: &Arc<Fires>) -> utimer::HrTimer {
         .system()
         .hrtimer_on(0, ClockId::Monotonic, move |fire| {
             f.count.fetch_add(1, SeqCst);
-            f.times.lock().unwrap().push((fire.expires(), fire.now()));
+            f.times
+                .lock()
+                .unwrap()
+                .push((fire.expires().as_nanos(), fire.now().as_nanos()));
             f.threads.lock().unwrap().push(std::thread::current().id());
             fire.forward(PERIOD);
             HrRestart::Restart
         })
         .unwrap();
-    t.start(t.now() + PERIOD.as_nanos() as u64).unwrap();
+    t.start(t.now() + PERIOD).unwrap();
     t
 }
 
@@ -56,7 +64,7 @@ fn serve_until(sys: &TimerSystem, server: &Arc<Server>, deadline: u64) -> usize 
     let serving = sys.serve(server).expect("no other thread serves");
     let mut ran = 0;
     loop {
-        match serving.wait(deadline, &|| false) {
+        match serving.wait(ns(deadline), &|| false) {
             Woke::Due => ran += serving.run_expired(),
             Woke::Deadline => return ran,
             Woke::Interrupted => panic!("no signal was sent"),
@@ -184,7 +192,7 @@ fn an_earlier_timer_armed_by_another_thread_wakes_the_server() {
     let f = fired_at.clone();
     let t = sys
         .hrtimer_on(1, ClockId::Monotonic, move |fire| {
-            f.store(fire.now(), SeqCst);
+            f.store(fire.now().as_nanos(), SeqCst);
             HrRestart::NoRestart
         })
         .unwrap();
@@ -193,14 +201,14 @@ fn an_earlier_timer_armed_by_another_thread_wakes_the_server() {
     std::thread::scope(|s| {
         s.spawn(|| {
             std::thread::sleep(Duration::from_millis(20));
-            t.start(t.now() + 5_000_000).unwrap();
+            t.start(t.now() + Duration::from_millis(5)).unwrap();
         });
         // Serves for 2 s unless the timer fires: it sleeps for 2 s with
         // no timer queued, so only the start's kick can wake it in time.
         let serving = sys.serve(&server).unwrap();
         let deadline = start + 2_000_000_000;
         while fired_at.load(SeqCst) == 0 {
-            match serving.wait(deadline, &|| false) {
+            match serving.wait(ns(deadline), &|| false) {
                 Woke::Due => {
                     serving.run_expired();
                 }
@@ -231,7 +239,7 @@ fn a_server_that_stops_looking_is_replaced_after_the_grace() {
     let serving = sys.serve(&server).unwrap();
     // Serve a little, then hold the role without looking for 100 ms.
     let deadline = mono(sys) + 20_000_000;
-    while serving.wait(deadline, &|| false) == Woke::Due {
+    while serving.wait(ns(deadline), &|| false) == Woke::Due {
         serving.run_expired();
     }
     let before = fires.count.load(SeqCst);

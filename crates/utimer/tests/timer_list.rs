@@ -2,7 +2,12 @@
 //! queued where.
 
 use std::time::Duration;
-use utimer::{BaseKind, Clock, ClockId, Expiry, HrRestart, TimerFlags, TimerSystem};
+use utimer::{BaseKind, Clock, ClockId, Expiry, HrRestart, Ktime, TimerFlags, TimerSystem};
+
+/// `n` ns of an hrtimer's clock.
+fn ns(n: u64) -> Ktime {
+    Ktime::from_nanos(n)
+}
 
 #[test]
 fn the_snapshot_shows_each_base() {
@@ -17,7 +22,7 @@ fn the_snapshot_shows_each_base() {
     let movable = sys.timer(|_| {});
     movable.modify(Expiry::Tick(20)).unwrap();
     let hr = sys.hrtimer(ClockId::Boottime, |_| HrRestart::NoRestart);
-    hr.start(7_000_000).unwrap();
+    hr.start(ns(7_000_000)).unwrap();
 
     let list = sys.metrics().timer_list();
     assert_eq!(list.workers.len(), 2);

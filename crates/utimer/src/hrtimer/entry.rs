@@ -28,6 +28,7 @@
 //!   where it runs.
 
 use crate::sync::{AtomicU32, AtomicU64};
+use crate::time::Ktime;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// `handle` of a timer that is not queued.
@@ -62,23 +63,35 @@ impl HrFire {
     /// The clock reading of the expiry run, in nanoseconds of the timer's
     /// clock (the kernel's `hrtimer_cb_get_time()`).
     #[doc(alias = "hrtimer_cb_get_time")]
-    pub fn now(&self) -> u64 {
-        self.now
+    pub fn now(&self) -> Ktime {
+        Ktime::from_nanos(self.now)
     }
 
     /// The expiry the timer fired for (its soft expiry: the earliest time
-    /// it may fire).
-    pub fn expires(&self) -> u64 {
-        self.soft
+    /// it may fire): the kernel's `hrtimer_get_softexpires()`.
+    #[doc(alias = "hrtimer_get_softexpires")]
+    pub fn expires(&self) -> Ktime {
+        Ktime::from_nanos(self.soft)
     }
 
     /// Sets the expiry to restart at, keeping the slack (the kernel's
     /// `hrtimer_set_expires()`).
     #[doc(alias = "hrtimer_set_expires")]
-    pub fn set_expires(&mut self, ns: u64) {
+    pub fn set_expires(&mut self, at: Ktime) {
         let slack = self.hard - self.soft;
-        self.soft = ns;
-        self.hard = ns.saturating_add(slack);
+        self.soft = at.as_nanos();
+        self.hard = self.soft.saturating_add(slack);
+    }
+
+    /// [`now`](Self::now) in ns, for the crate's own callbacks.
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.now
+    }
+
+    /// [`set_expires`](Self::set_expires) in ns, for the crate's own
+    /// callbacks.
+    pub(crate) fn set_expires_ns(&mut self, ns: u64) {
+        self.set_expires(Ktime::from_nanos(ns));
     }
 
     /// Moves the expiry forward by whole `interval`s until it is after
@@ -183,7 +196,7 @@ mod tests {
         };
         assert_eq!(f.forward(Duration::from_nanos(1_000)), 1);
         assert_eq!((f.soft, f.hard), (11_000, 11_100));
-        f.set_expires(u64::MAX);
+        f.set_expires(Ktime::MAX);
         assert_eq!((f.soft, f.hard), (u64::MAX, u64::MAX));
     }
 }

@@ -5,7 +5,7 @@ use super::entry::{Callback, HrEntry, HrFire, HrRestart};
 use super::expire::running_here;
 use super::HrTable;
 use crate::sync::{futex, spin_hint};
-use crate::time::{ClockId, TickSource};
+use crate::time::{ClockId, Ktime, TickSource};
 use crate::TimerError;
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::Arc;
@@ -75,20 +75,31 @@ impl HrTimer {
         base.worker()
     }
 
-    /// The current time of the timer's clock, in ns.
-    pub fn now(&self) -> u64 {
-        self.env.ticks().now_ns(self.clock())
+    /// The current time of the timer's clock: the kernel's
+    /// `hrtimer_cb_get_time()` outside a callback.
+    pub fn now(&self) -> Ktime {
+        Ktime::from_nanos(self.env.ticks().now_ns(self.clock()))
     }
 
-    /// Starts (or restarts) the timer to fire when its clock reads `at` ns
+    /// Starts (or restarts) the timer to fire when its clock reads `at`
     /// (absolute): the kernel's `hrtimer_start(HRTIMER_MODE_ABS)`. A time
     /// already passed fires at the worker's next expiry run.
     ///
     /// # Errors
     /// [`TimerError::Shutdown`] if the system is gone.
     #[doc(alias = "hrtimer_start")]
-    pub fn start(&self, at: u64) -> Result<(), TimerError> {
+    pub fn start(&self, at: Ktime) -> Result<(), TimerError> {
         self.start_range(at, Duration::ZERO)
+    }
+
+    /// [`start`](Self::start) in ns, for the crate's own layers.
+    pub(crate) fn start_ns(&self, at: u64) -> Result<(), TimerError> {
+        self.start(Ktime::from_nanos(at))
+    }
+
+    /// [`expires`](Self::expires) in ns, for the crate's own layers.
+    pub(crate) fn expires_ns(&self) -> Option<u64> {
+        self.expires().map(Ktime::as_nanos)
     }
 
     /// Starts the timer to fire `d` from now, never earlier: the kernel's
@@ -108,9 +119,9 @@ impl HrTimer {
     /// # Errors
     /// As [`start`](Self::start).
     #[doc(alias = "hrtimer_start_range_ns")]
-    pub fn start_range(&self, at: u64, slack: Duration) -> Result<(), TimerError> {
-        let hard = at.saturating_add(u64::try_from(slack.as_nanos()).unwrap_or(u64::MAX));
-        let wake = base::start(self.table(), &self.entry, at, hard)?;
+    pub fn start_range(&self, at: Ktime, slack: Duration) -> Result<(), TimerError> {
+        let hard = (at + slack).as_nanos();
+        let wake = base::start(self.table(), &self.entry, at.as_nanos(), hard)?;
         if let Some(w) = wake {
             self.env.wake(w);
         }
@@ -144,8 +155,7 @@ impl HrTimer {
     /// # Errors
     /// As [`start`](Self::start).
     pub fn start_range_after(&self, d: Duration, slack: Duration) -> Result<(), TimerError> {
-        let d = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        self.start_range(self.now().saturating_add(d), slack)
+        self.start_range(self.now() + d, slack)
     }
 
     /// Cancels the timer unless its callback is running: the kernel's
@@ -232,14 +242,14 @@ impl HrTimer {
         base.is_running(&self.entry)
     }
 
-    /// The soft expiry it is queued for, in ns of its clock (`None`: not
-    /// queued). The kernel's `hrtimer_get_softexpires()`.
+    /// The soft expiry it is queued for (`None`: not queued). The kernel's
+    /// `hrtimer_get_softexpires()`.
     #[doc(alias = "hrtimer_get_softexpires")]
-    pub fn expires(&self) -> Option<u64> {
+    pub fn expires(&self) -> Option<Ktime> {
         let _g = lock_base(self.table(), &self.entry);
         self.entry
             .is_queued()
-            .then(|| self.entry.soft.load(Relaxed))
+            .then(|| Ktime::from_nanos(self.entry.soft.load(Relaxed)))
     }
 
     /// Time left until it fires (`Some(ZERO)` when due; `None`: not
@@ -247,7 +257,7 @@ impl HrTimer {
     #[doc(alias = "hrtimer_get_remaining")]
     pub fn remaining(&self) -> Option<Duration> {
         let at = self.expires()?;
-        Some(Duration::from_nanos(at.saturating_sub(self.now())))
+        Some(at.saturating_duration_since(self.now()))
     }
 
     /// Moves the timer to its worker's base of another clock. Only while it

@@ -393,8 +393,8 @@ impl Inner {
                 // for no later than its next expiry, it is left alone: its
                 // worker will find it moved on (`fire.rs`), and is not woken
                 // now. A callback of it running now loses to a start.
-                if hr.expires().is_none_or(|at| at > next) {
-                    let _ = hr.start(next);
+                if hr.expires_ns().is_none_or(|at| at > next) {
+                    let _ = hr.start_ns(next);
                 }
             }
         }
@@ -444,7 +444,7 @@ impl Inner {
         st.queued_entry = false;
         if st.interval > 0 && st.armed {
             if let Some(hr) = &self.hr {
-                let _ = hr.start(st.expires);
+                let _ = hr.start_ns(st.expires);
             }
         }
     }
@@ -666,7 +666,7 @@ impl Inner {
         if let Some(at) = self.due(expires, abstime, value, eff) {
             self.fire_now(&mut st, at);
         } else if let Some(hr) = &self.hr {
-            if let Err(e) = hr.start(expires) {
+            if let Err(e) = hr.start_ns(expires) {
                 st.armed = false;
                 return Err(e);
             }
@@ -694,7 +694,7 @@ impl Inner {
         let n = st.expire_due(now);
         if let Some(at) = fire::expire_signal(self, st, n, now, true) {
             if let Some(hr) = &self.hr {
-                let _ = hr.start(at);
+                let _ = hr.start_ns(at);
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use super::TimerSystem;
 use crate::hrtimer::sleeper::{self, SleeperNode, FIRED};
-use crate::time::ClockId;
+use crate::time::{ClockId, Ktime};
 use crate::TimerError;
 use std::marker::PhantomPinned;
 use std::pin::Pin;
@@ -70,12 +70,13 @@ pub struct HrSleeper<S: SystemRef> {
 }
 
 impl<S: SystemRef> HrSleeper<S> {
-    /// A sleeper on `sys`'s bases of `clock`, to fire at `expires` (ns of
-    /// `clock`) once started. The kernel's `hrtimer_setup_sleeper_on_stack()`.
+    /// A sleeper on `sys`'s bases of `clock`, to fire at `expires` (a time
+    /// of `clock`) once started. The kernel's
+    /// `hrtimer_setup_sleeper_on_stack()`.
     #[doc(alias = "hrtimer_setup_sleeper_on_stack")]
-    pub fn new(sys: S, clock: ClockId, expires: u64) -> Self {
+    pub fn new(sys: S, clock: ClockId, expires: Ktime) -> Self {
         HrSleeper {
-            node: SleeperNode::new(clock, expires),
+            node: SleeperNode::new(clock, expires.as_nanos()),
             sys,
             _pinned: PhantomPinned,
         }
@@ -91,12 +92,11 @@ impl<S: SystemRef> HrSleeper<S> {
         self.node.clock()
     }
 
-    /// The expiry it was last given, ns of its clock (the kernel's
-    /// `hrtimer_get_expires()`).
+    /// The expiry it was last given (the kernel's `hrtimer_get_expires()`).
     #[inline]
     #[doc(alias = "hrtimer_get_expires")]
-    pub fn expires(&self) -> u64 {
-        self.node.deadline()
+    pub fn expires(&self) -> Ktime {
+        Ktime::from_nanos(self.node.deadline())
     }
 
     /// Queued, waiting to fire (`hrtimer_is_queued()`).
@@ -119,11 +119,11 @@ impl<S: SystemRef> HrSleeper<S> {
     /// # Errors
     /// As [`start`](Self::start), for a queued sleeper.
     #[doc(alias = "hrtimer_set_expires")]
-    pub fn set_expires(self: Pin<&mut Self>, expires: u64) -> Result<(), TimerError> {
+    pub fn set_expires(self: Pin<&mut Self>, expires: Ktime) -> Result<(), TimerError> {
         if self.is_queued() {
             self.start(expires, None)
         } else {
-            self.node.set_expires_idle(expires);
+            self.node.set_expires_idle(expires.as_nanos());
             Ok(())
         }
     }
@@ -150,9 +150,10 @@ impl<S: SystemRef> HrSleeper<S> {
     #[doc(alias = "hrtimer_sleeper_start_expires")]
     pub fn start(
         self: Pin<&mut Self>,
-        expires: u64,
+        expires: Ktime,
         waker: Option<&Waker>,
     ) -> Result<(), TimerError> {
+        let expires = expires.as_nanos();
         if sleeper::try_extend(&self.node, expires, waker) {
             return Ok(());
         }

@@ -94,6 +94,7 @@
 
 use crate::sync::alarm::{Alarm, NEVER, NOW};
 use crate::sync::{AtomicU32, Mutex, MutexGuard};
+use crate::time::Ktime;
 use crate::TimerSystem;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, OnceLock};
@@ -520,13 +521,14 @@ impl TimerSystem {
 }
 
 impl Serving<'_> {
-    /// Sleeps until `deadline` (nanoseconds of `CLOCK_MONOTONIC`) or until
+    /// Sleeps until `deadline` (a time of `CLOCK_MONOTONIC`) or until
     /// an hrtimer is due, whichever is first, or until a signal handler
     /// runs on this thread ([`Woke`] says which). `interrupted` tells
     /// whether a handler ran since the caller began (one that ran on the
     /// way out of a system call made here, before the sleep itself); it is
     /// asked before each sleep. Not a cancellation point.
-    pub fn wait(&self, deadline: u64, interrupted: &dyn Fn() -> bool) -> Woke {
+    pub fn wait(&self, deadline: Ktime, interrupted: &dyn Fn() -> bool) -> Woke {
+        let deadline = deadline.as_nanos();
         let core = &self.sys.core;
         let ticks = &core.bases.ticks;
         let server = &self.server;
@@ -665,7 +667,7 @@ mod tests {
             let t = sys
                 .hrtimer_on(0, ClockId::Monotonic, |_| HrRestart::NoRestart)
                 .unwrap();
-            t.start(1_000).unwrap();
+            t.start(Ktime::from_nanos(1_000)).unwrap();
             let server = Arc::new(Server::new().unwrap());
             let s2 = sys.clone();
             let th = thread::spawn(move || {
@@ -722,7 +724,7 @@ mod tests {
                 Sleep::Alarm
             );
             let th = thread::spawn(move || {
-                t.start(1_000).unwrap();
+                t.start(Ktime::from_nanos(1_000)).unwrap();
                 t
             });
             drop(serving);
@@ -776,11 +778,11 @@ mod tests {
             let sys = Arc::new(sys);
             let t = sys
                 .hrtimer_on(0, ClockId::Monotonic, |fire| {
-                    fire.set_expires(fire.expires() + 500_000);
+                    fire.set_expires(fire.expires() + std::time::Duration::from_micros(500));
                     HrRestart::Restart
                 })
                 .unwrap();
-            t.start(1_000_000).unwrap();
+            t.start(Ktime::from_nanos(1_000_000)).unwrap();
             // The clock reads 1 ms: the timer is due.
             clock.set(1);
             let server = Arc::new(Server::new().unwrap());

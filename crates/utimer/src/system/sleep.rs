@@ -155,7 +155,7 @@ impl Sleeper {
         if worker.is_none() && !ticks.clock().is_manual() {
             return Ok(self.wait_until(at));
         }
-        self.timer.start(at)?;
+        self.timer.start_ns(at)?;
         let outcome = match worker {
             None => Ok(self.park_until_done()),
             Some(worker) => self.run_until_done(worker),

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use utimer::{ClockId, HrRestart, Runtime};
+use utimer::{ClockId, HrRestart, Ktime, Runtime};
 
 use crate::harness::plot::Chart;
 use crate::peers::timerfd::{sleep_until, TimerFd};
@@ -83,7 +83,7 @@ fn periodic_utimer(rt: &Runtime, n: usize) -> Result<Vec<f64>, String> {
         .hrtimer_on(0, ClockId::Monotonic, move |fire| {
             let now = mono_ns();
             let mut v = s.lock().unwrap_or_else(|e| e.into_inner());
-            v.push(late_us(now, fire.expires()));
+            v.push(late_us(now, fire.expires().as_nanos()));
             if v.len() >= n {
                 return HrRestart::NoRestart;
             }
@@ -92,7 +92,7 @@ fn periodic_utimer(rt: &Runtime, n: usize) -> Result<Vec<f64>, String> {
         })
         .map_err(|e| format!("hrtimer: {e}"))?;
     timer
-        .start(mono_ns() + INTERVAL.as_nanos() as u64)
+        .start(Ktime::from_nanos(mono_ns()) + INTERVAL)
         .map_err(|e| format!("start: {e}"))?;
     let give_up = Instant::now() + INTERVAL * n as u32 + Duration::from_secs(5);
     while samples.lock().unwrap_or_else(|e| e.into_inner()).len() < n {

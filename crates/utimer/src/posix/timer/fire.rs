@@ -20,16 +20,16 @@ pub(super) fn on_fire(weak: &Weak<Inner>, fire: &mut HrFire) -> HrRestart {
     if st.deleted || !st.armed {
         return HrRestart::NoRestart;
     }
-    if st.interval > 0 && fire.now() < st.expires {
+    if st.interval > 0 && fire.now_ns() < st.expires {
         // Moved on meanwhile (`signal_accepted` re-armed it while this run
         // waited for the lock): nothing is due yet.
-        fire.set_expires(st.expires);
+        fire.set_expires_ns(st.expires);
         return HrRestart::Restart;
     }
     let seq = st.seq;
     let iv = Duration::from_nanos(st.interval);
     // Expirations up to now (more than one if the worker was late).
-    let n = st.expire_due(fire.now());
+    let n = st.expire_due(fire.now_ns());
     match &inner.notify {
         Notify::None => return HrRestart::NoRestart,
         Notify::Fd => {
@@ -40,10 +40,10 @@ pub(super) fn on_fire(weak: &Weak<Inner>, fire: &mut HrFire) -> HrRestart {
             st.fd_dirty = true;
         }
         Notify::Signal { .. } => {
-            let now = fire.now();
+            let now = fire.now_ns();
             return match expire_signal(&inner, &mut st, n, now, false) {
                 Some(at) => {
-                    fire.set_expires(at);
+                    fire.set_expires_ns(at);
                     HrRestart::Restart
                 }
                 None => HrRestart::NoRestart,
@@ -69,7 +69,7 @@ pub(super) fn on_fire(weak: &Weak<Inner>, fire: &mut HrFire) -> HrRestart {
         }
     }
     if st.interval > 0 && st.armed {
-        fire.set_expires(st.expires);
+        fire.set_expires_ns(st.expires);
         HrRestart::Restart
     } else {
         HrRestart::NoRestart
