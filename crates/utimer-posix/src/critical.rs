@@ -16,7 +16,7 @@
 //!
 //! Each exported call runs inside a [`Section`]: a per-thread depth counter
 //! (static TLS, no system call). The library installs its own trampoline
-//! for every handler the program sets (`signals.rs`). When the trampoline
+//! for every handler the program sets (`trampoline.rs`). When the trampoline
 //! runs while the depth is non-zero, it does not call the program's
 //! handler: it saves the `siginfo_t` in a per-thread slot and returns, and
 //! the interrupted call goes on and releases its locks. When the outermost

@@ -1,7 +1,7 @@
 //! The exported functions, with glibc's names, signatures and symbol
 //! versions (the `.symver` lines below; the version nodes are in
 //! `utimer-posix.map`). Each is a line or two: the work is in `timer.rs`,
-//! `timerfd.rs`, `signals.rs`, `sleep.rs` and `inherit.rs`.
+//! `timerfd.rs`, `trampoline.rs`, `accept.rs`, `sleep.rs` and `inherit.rs`.
 //!
 //! | glibc function | versions |
 //! |---|---|
@@ -26,7 +26,7 @@
 //! and the rest cannot panic.
 
 use crate::real::timer_t;
-use crate::{inherit, sched, signals, sleep, timer, timerfd};
+use crate::{accept, inherit, sched, sleep, timer, timerfd, trampoline};
 use std::ffi::c_char;
 use std::ffi::c_int;
 use timer::Out;
@@ -35,7 +35,7 @@ use timer::Out;
 /// signal handler.
 extern "C" fn init() {
     let _ = crate::real::real();
-    signals::init();
+    accept::init();
 }
 
 #[used]
@@ -269,10 +269,10 @@ timer_fns! {
 
 timer_fns! {
     /// `sigaction()`: the program's handlers behind the library's
-    /// trampoline (`signals.rs`).
+    /// trampoline (`trampoline.rs`).
     fn utimer_posix_sigaction(signo: c_int, act: *const libc::sigaction, oldact: *mut libc::sigaction) -> c_int {
         // SAFETY: the caller's promise.
-        unsafe { signals::sigaction(signo, act, oldact) }
+        unsafe { trampoline::sigaction(signo, act, oldact) }
     }
 }
 
@@ -281,7 +281,7 @@ timer_fns! {
     /// past a stale one.
     fn utimer_posix_sigwaitinfo(set: *const libc::sigset_t, info: *mut libc::siginfo_t) -> c_int {
         // SAFETY: the caller's promise.
-        unsafe { signals::sigtimedwait(set, info, std::ptr::null()) }
+        unsafe { accept::sigtimedwait(set, info, std::ptr::null()) }
     }
 }
 
@@ -293,7 +293,7 @@ timer_fns! {
         timeout: *const libc::timespec
     ) -> c_int {
         // SAFETY: the caller's promise.
-        unsafe { signals::sigtimedwait(set, info, timeout) }
+        unsafe { accept::sigtimedwait(set, info, timeout) }
     }
 }
 
@@ -301,7 +301,7 @@ timer_fns! {
     /// `sigwait()`, as `sigwaitinfo()`.
     fn utimer_posix_sigwait(set: *const libc::sigset_t, sig: *mut c_int) -> c_int {
         // SAFETY: the caller's promise.
-        unsafe { signals::sigwait(set, sig) }
+        unsafe { accept::sigwait(set, sig) }
     }
 }
 
@@ -309,7 +309,7 @@ timer_fns! {
     /// `signalfd()`: its reads report the timer signals they accept.
     fn utimer_posix_signalfd(fd: c_int, mask: *const libc::sigset_t, flags: c_int) -> c_int {
         // SAFETY: the caller's promise.
-        unsafe { signals::signalfd(fd, mask, flags) }
+        unsafe { accept::signalfd(fd, mask, flags) }
     }
 }
 
@@ -391,7 +391,7 @@ pub(crate) unsafe extern "C" fn utimer_posix_write(
 }
 
 /// `read()`: a read of one of the program's signalfds reports the timer
-/// signals it accepts (`signals.rs`); a utimer timerfd's count is brought
+/// signals it accepts (`accept.rs`); a utimer timerfd's count is brought
 /// up to the moment of the read (`timerfd.rs`); every read goes to glibc.
 ///
 /// # Safety
@@ -403,13 +403,13 @@ pub(crate) unsafe extern "C" fn utimer_posix_read(
     n: libc::size_t,
 ) -> libc::ssize_t {
     let read = crate::real::real().read;
-    if !signals::is_signalfd(fd) {
+    if !accept::is_signalfd(fd) {
         timerfd::before_read(fd);
         // SAFETY: glibc's function, the caller's arguments.
         return unsafe { read(fd, buf, n) };
     }
     // SAFETY: the caller's promise; glibc's function with its arguments.
-    unsafe { signals::read_signalfd(fd, buf, n, |fd, b, n| read(fd, b, n)) }
+    unsafe { accept::read_signalfd(fd, buf, n, |fd, b, n| read(fd, b, n)) }
 }
 
 /// `__read_chk()`: `read()` as `_FORTIFY_SOURCE` builds call it, with the
@@ -425,13 +425,13 @@ pub(crate) unsafe extern "C" fn utimer_posix_read_chk(
     size: libc::size_t,
 ) -> libc::ssize_t {
     let read_chk = crate::real::real().read_chk;
-    if !signals::is_signalfd(fd) {
+    if !accept::is_signalfd(fd) {
         timerfd::before_read(fd);
         // SAFETY: glibc's function, the caller's arguments.
         return unsafe { read_chk(fd, buf, n, size) };
     }
     // SAFETY: as above.
-    unsafe { signals::read_signalfd(fd, buf, n, |fd, b, n| read_chk(fd, b, n, size)) }
+    unsafe { accept::read_signalfd(fd, buf, n, |fd, b, n| read_chk(fd, b, n, size)) }
 }
 
 /// `signal()` (glibc's BSD semantics: `SA_RESTART`, the signal blocked in
@@ -442,7 +442,7 @@ pub(crate) unsafe extern "C" fn utimer_posix_read_chk(
 #[no_mangle]
 pub(crate) unsafe extern "C" fn utimer_posix_signal(signo: c_int, handler: usize) -> usize {
     // SAFETY: the caller's promise.
-    unsafe { signals::signal_with(signo, handler, libc::SA_RESTART) }
+    unsafe { trampoline::signal_with(signo, handler, libc::SA_RESTART) }
 }
 
 /// `bsd_signal()`, as `signal()`.
@@ -452,7 +452,7 @@ pub(crate) unsafe extern "C" fn utimer_posix_signal(signo: c_int, handler: usize
 #[no_mangle]
 pub(crate) unsafe extern "C" fn utimer_posix_bsd_signal(signo: c_int, handler: usize) -> usize {
     // SAFETY: the caller's promise.
-    unsafe { signals::signal_with(signo, handler, libc::SA_RESTART) }
+    unsafe { trampoline::signal_with(signo, handler, libc::SA_RESTART) }
 }
 
 /// `sysv_signal()`: System V's one-shot handler (`SA_RESETHAND |
@@ -463,7 +463,7 @@ pub(crate) unsafe extern "C" fn utimer_posix_bsd_signal(signo: c_int, handler: u
 #[no_mangle]
 pub(crate) unsafe extern "C" fn utimer_posix_sysv_signal(signo: c_int, handler: usize) -> usize {
     // SAFETY: the caller's promise.
-    unsafe { signals::signal_with(signo, handler, libc::SA_RESETHAND | libc::SA_NODEFER) }
+    unsafe { trampoline::signal_with(signo, handler, libc::SA_RESETHAND | libc::SA_NODEFER) }
 }
 
 timer_fns! {

@@ -39,7 +39,7 @@
 //!   family is interposed, and a timerfd that the new image keeps (no
 //!   `FD_CLOEXEC`) becomes a kernel timerfd in place first, so it counts
 //!   on; `exec` ends everything else.
-//! * Signals (`signals.rs`, `critical.rs`): the library interposes
+//! * Signals (`trampoline.rs`, `critical.rs`): the library interposes
 //!   `sigaction`, `signal`, `bsd_signal` and `sysv_signal`. A handler that
 //!   interrupts one of the library's calls on its thread runs when that
 //!   call returns, as the kernel delivers a signal on the way out of a
@@ -65,7 +65,7 @@
 //!   timerfd the thread moves: `utimer::Serving`); if the thread stays
 //!   away while it holds the role (a handler of the program's that
 //!   blocks), they take them after a grace (`utimer::SERVE_GRACE`).
-//! * Acceptance (`signals.rs`): the trampoline, the `sigwait` family and
+//! * Acceptance (`accept.rs`): the trampoline, the `sigwait` family and
 //!   `read`/`__read_chk` of the program's signalfds report every signal
 //!   they accept to utimer, which then queues each timer's signal on its
 //!   own and latches its overrun at acceptance, as the kernel does
@@ -98,14 +98,15 @@
 // glibc's names for glibc's types: `timer_t`.
 #![allow(non_camel_case_types)]
 
+mod accept;
 mod critical;
 mod exports;
 mod global;
 mod inherit;
 mod real;
 mod sched;
-mod signals;
 mod sleep;
 mod timer;
 mod timerfd;
+mod trampoline;
 mod verbose;

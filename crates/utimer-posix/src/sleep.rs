@@ -71,7 +71,7 @@ thread_local! {
     /// This thread's server, made at its first served sleep, with the
     /// `FORKS` it was made under.
     static SERVER: RefCell<Option<(u64, Arc<Server>)>> = const { RefCell::new(None) };
-    /// Handlers the trampoline ran on this thread (`signals.rs`): a served
+    /// Handlers the trampoline ran on this thread (`trampoline.rs`): a served
     /// sleep that sees it move was interrupted.
     static HANDLED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }

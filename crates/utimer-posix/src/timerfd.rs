@@ -198,7 +198,7 @@ pub(crate) fn close(fd: c_int) -> c_int {
         return crate::real::fail(libc::EBADF);
     }
     release(fd);
-    crate::signals::forget_fd(fd);
+    crate::accept::forget_fd(fd);
     // SAFETY: glibc's function.
     unsafe { (real().close)(fd) }
 }
@@ -213,7 +213,7 @@ pub(crate) fn close(fd: c_int) -> c_int {
 pub(crate) fn close_range(first: libc::c_uint, last: libc::c_uint, flags: c_int) -> c_int {
     if first <= last && flags == 0 {
         capi::for_each_timerfd(first, last, release);
-        crate::signals::forget_range(first, last);
+        crate::accept::forget_range(first, last);
     }
     if first > last || flags & libc::CLOSE_RANGE_CLOEXEC as c_int != 0 {
         // Fails on its arguments, or only marks close-on-exec (utimer's own
@@ -257,7 +257,7 @@ pub(crate) fn closefrom(low: c_int) {
         return;
     }
     capi::for_each_timerfd(first, libc::c_uint::MAX, release);
-    crate::signals::forget_range(first, libc::c_uint::MAX);
+    crate::accept::forget_range(first, libc::c_uint::MAX);
     match real().closefrom {
         // SAFETY: glibc's function, the caller's argument.
         Some(f) => unsafe { f(low) },
@@ -278,7 +278,7 @@ fn is_open(fd: c_int) -> bool {
 /// timerfd, `new` names its timer too.
 fn duplicated(old: c_int, new: c_int) {
     if new >= 0 {
-        crate::signals::duplicated(old, new);
+        crate::accept::duplicated(old, new);
     }
     if new < 0 || capi::timerfd_clock(old).is_none() {
         return;

@@ -66,6 +66,7 @@ mod notify;
 mod registry;
 #[cfg(not(loom))]
 mod sigqueue;
+mod sigset;
 mod snapshot;
 pub(crate) mod table;
 #[cfg(not(loom))]
@@ -78,6 +79,7 @@ pub use notify::{
     hold_signals, report_acceptance, siginfo_of_signalfd, signal_ignored, signalfd_update,
     HeldSignals, Notify, NotifyFn,
 };
+pub use sigset::SignalSet;
 
 /// Around `fork` (a library's `pthread_atfork` handlers): the lists of
 /// timer signals waiting for acceptance are locked across the fork and

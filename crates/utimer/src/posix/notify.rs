@@ -75,7 +75,7 @@ use crate::TimerError;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
-use super::TimerId;
+use super::{SignalSet, TimerId};
 
 /// A callback notification: runs on the timer's worker with the timer's
 /// ID (and whatever it captured: the `sigev_value`).
@@ -274,8 +274,8 @@ pub(crate) const UTIMER_SIGNAL: i32 = 0x7574_6d72;
 
 const _: () = assert!(std::mem::size_of::<TimerInfo>() == 128);
 
-/// Signals whose acceptance the program's hooks report (bit `signo`).
-static REPORTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Signals whose acceptance the program's hooks report.
+static REPORTED: SignalSet = SignalSet::new();
 
 /// Says whether every acceptance of signal `signo` will be reported with
 /// [`signal_accepted`](crate::PosixTimers::signal_accepted) (by a handler
@@ -284,21 +284,13 @@ static REPORTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::ne
 /// waits for that report before it queues its next signal, as the kernel's
 /// does. Process-wide; signals outside `1..=64` are ignored.
 pub fn report_acceptance(signo: i32, reported: bool) {
-    if let Some(bit) = u32::try_from(signo).ok().filter(|s| (1..=64).contains(s)) {
-        let mask = 1u64 << (bit - 1);
-        if reported {
-            REPORTED.fetch_or(mask, std::sync::atomic::Ordering::AcqRel);
-        } else {
-            let was = REPORTED.fetch_and(!mask, std::sync::atomic::Ordering::AcqRel);
-            if was & mask != 0 {
-                super::sigqueue::release_all(signo, false);
-            }
-        }
+    if REPORTED.set(signo, reported) && !reported {
+        super::sigqueue::release_all(signo, false);
     }
 }
 
-/// Signals the program ignores (bit `signo`).
-static IGNORED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Signals the program ignores.
+static IGNORED: SignalSet = SignalSet::new();
 
 /// Says whether the program ignores signal `signo` (`SIG_IGN`, or a
 /// default action that ignores it), for a library that sees its
@@ -309,31 +301,20 @@ static IGNORED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 /// resume (`posixtimer_sig_ignore()`, `posixtimer_sig_unignore()`).
 /// Process-wide; signals outside `1..=64` are ignored.
 pub fn signal_ignored(signo: i32, ignored: bool) {
-    if let Some(bit) = u32::try_from(signo).ok().filter(|s| (1..=64).contains(s)) {
-        let mask = 1u64 << (bit - 1);
-        if ignored {
-            IGNORED.fetch_or(mask, std::sync::atomic::Ordering::AcqRel);
-            super::sigqueue::release_all(signo, true);
-        } else {
-            IGNORED.fetch_and(!mask, std::sync::atomic::Ordering::AcqRel);
-        }
+    IGNORED.set(signo, ignored);
+    if ignored && (1..=64).contains(&signo) {
+        super::sigqueue::release_all(signo, true);
     }
 }
 
 /// Whether the program ignores `signo`.
 pub(crate) fn ignored(signo: i32) -> bool {
-    u32::try_from(signo)
-        .ok()
-        .filter(|s| (1..=64).contains(s))
-        .is_some_and(|s| IGNORED.load(std::sync::atomic::Ordering::Acquire) & (1 << (s - 1)) != 0)
+    IGNORED.contains(signo)
 }
 
 /// Whether acceptance of `signo` is reported.
 pub(crate) fn acceptance_reported(signo: i32) -> bool {
-    u32::try_from(signo)
-        .ok()
-        .filter(|s| (1..=64).contains(s))
-        .is_some_and(|s| REPORTED.load(std::sync::atomic::Ordering::Acquire) & (1 << (s - 1)) != 0)
+    REPORTED.contains(signo)
 }
 
 /// A utimer timer's signal, as its `siginfo_t` carries it.

@@ -50,9 +50,8 @@
 //! lists' room is reserved when a timer is made ([`reserve`]), so a push
 //! from a signal handler never allocates.
 
-use super::notify;
+use super::{notify, SignalSet};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// `si_errno` of a doorbell on the process's pending list (`"utmp"`).
@@ -93,9 +92,9 @@ static LISTS: [Mutex<List>; SIGNALS] = [const {
     })
 }; SIGNALS];
 
-/// Signal numbers with entries waiting (bit `signo - 1`): a lock-free
-/// answer for the common case of none.
-static WAITING: AtomicU64 = AtomicU64::new(0);
+/// Signal numbers with entries waiting: a lock-free answer for the common
+/// case of none.
+static WAITING: SignalSet = SignalSet::new();
 
 fn list(signo: i32) -> Option<std::sync::MutexGuard<'static, List>> {
     let i = usize::try_from(signo).ok()?.checked_sub(1)?;
@@ -103,17 +102,12 @@ fn list(signo: i32) -> Option<std::sync::MutexGuard<'static, List>> {
 }
 
 fn mark(signo: i32, l: &List) {
-    let bit = 1u64 << (signo - 1);
-    if l.entries.is_empty() {
-        WAITING.fetch_and(!bit, Ordering::AcqRel);
-    } else {
-        WAITING.fetch_or(bit, Ordering::AcqRel);
-    }
+    WAITING.set(signo, !l.entries.is_empty());
 }
 
 /// Whether entries of `signo` wait (no lock).
 pub(crate) fn waiting(signo: i32) -> bool {
-    (1..=64).contains(&signo) && WAITING.load(Ordering::Acquire) & (1 << (signo - 1)) != 0
+    WAITING.contains(signo)
 }
 
 /// Whether `signo` is a standard signal: one pending instance per list.
@@ -281,7 +275,7 @@ pub fn fork_child() {
         }
         held.clear();
     });
-    WAITING.store(0, Ordering::Release);
+    WAITING.clear();
 }
 
 /// Whether `signo`'s list for `thread` has entries.
