@@ -6,8 +6,9 @@ use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use utimer::TimerError;
 
-/// A failure to report: the `errno` value.
-pub(crate) type Errno = c_int;
+/// A failure to report: the kernel's error number, set as `errno` at the
+/// C boundary only.
+pub type Errno = c_int;
 
 /// Sets the calling thread's `errno`.
 pub(crate) fn set_errno(e: Errno) {
@@ -17,8 +18,10 @@ pub(crate) fn set_errno(e: Errno) {
 }
 
 /// Runs `f` at the boundary: `Ok(v)` is returned, `Err(e)` sets `errno`
-/// and returns `fail`, a panic sets `EFAULT` and returns `fail`.
-pub(crate) fn guard<R: Copy>(fail: R, f: impl FnOnce() -> Result<R, Errno>) -> R {
+/// and returns `fail`, a panic sets `EFAULT` and returns `fail`. Every
+/// export of this library runs in it, and so do the drop-in library's
+/// calls of the Rust API.
+pub fn guard<R>(fail: R, f: impl FnOnce() -> Result<R, Errno>) -> R {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
@@ -105,6 +108,31 @@ pub(crate) fn user_pointer<T>(p: *const T) -> Result<(), Errno> {
 }
 
 /// A bool as C's 0 / 1.
+/// Writes `v` to `p`: `EFAULT` for a `p` where no memory can be (NULL
+/// included), as the kernel's `copy_to_user()`.
+///
+/// # Safety
+/// `p` is refused by [`user_pointer_ok`] or writable.
+pub unsafe fn write_out<T>(p: *mut T, v: T) -> Result<(), Errno> {
+    user_pointer(p)?;
+    // SAFETY: in range, and the caller promised it writable.
+    unsafe { p.write(v) };
+    Ok(())
+}
+
+/// [`write_out`] unless `p` is NULL: the optional `old_value` of the
+/// `settime` calls, written once the timer is armed (the kernel's order).
+///
+/// # Safety
+/// `p` is NULL, refused by [`user_pointer_ok`], or writable.
+pub unsafe fn write_old<T>(p: *mut T, v: T) -> Result<(), Errno> {
+    if p.is_null() {
+        return Ok(());
+    }
+    // SAFETY: the caller's promise.
+    unsafe { write_out(p, v) }
+}
+
 pub(crate) fn int(b: bool) -> c_int {
     c_int::from(b)
 }

@@ -17,6 +17,14 @@
 //!   `EFAULT`, as the kernel's `access_ok()` answers
 //!   ([`user_pointer_ok`]).
 //!
+//! Each family has a safe Rust core, methods of [`utimer_t`] with typed
+//! arguments that answer `Result<_, Errno>` (`timer_settime`,
+//! `timerfd_create`, ...): an export checks the pointers C passed, calls
+//! the method and writes out its value, so `errno` is set at the boundary
+//! only ([`guard`]). The drop-in library (`utimer-posix`) calls the same
+//! methods directly, with its own pointer checks, and crosses no C ABI
+//! inside the project.
+//!
 //! Modules, one concept each: `system.rs` (`utimer_open`, `utimer_close`,
 //! jiffies), `posix.rs` (the POSIX timer calls and `struct sigevent`),
 //! `sigev_thread.rs` (`SIGEV_THREAD` notifications on threads of their own),
@@ -53,7 +61,7 @@ mod timerfd;
 mod wheel;
 mod worker;
 
-pub use ffi::user_pointer_ok;
+pub use ffi::{guard, user_pointer_ok, write_old, write_out, Errno};
 pub use posix::*;
 pub use system::*;
 pub use timerfd::*;

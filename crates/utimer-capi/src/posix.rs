@@ -5,7 +5,7 @@
 //! Rust crate's `posix` module and README, including the few differences
 //! user space imposes on signals).
 
-use crate::ffi::{errno, guard, handle, user_pointer, Errno};
+use crate::ffi::{errno, guard, handle, user_pointer, write_old, write_out, Errno};
 use crate::sigev_thread::Spawner;
 use crate::system::utimer_t;
 use std::os::raw::{c_int, c_void};
@@ -85,6 +85,110 @@ fn clock_of(clock: libc::clockid_t) -> Result<ClockId, Errno> {
     ClockId::from_raw(clock).ok_or(libc::EINVAL)
 }
 
+/// The POSIX timer calls in Rust, with typed arguments and the kernel's
+/// error numbers: what each `utimer_timer_*` export runs between checking
+/// the pointers C passed and writing out what it returns, and what the
+/// drop-in library calls directly. No `errno` is set here, and nothing is
+/// read through a pointer.
+impl utimer_t {
+    /// Creates a POSIX timer on `clock` notifying as `ev` says (`None`:
+    /// `SIGEV_SIGNAL` with `SIGALRM` and the timer's ID as `sival_int`, as
+    /// POSIX says for a NULL `sevp`): the kernel's `timer_create()`. See
+    /// [`utimer_timer_create`] for the notifications.
+    ///
+    /// # Errors
+    /// `EINVAL` (unknown notification, bad signal, no `SIGEV_THREAD`
+    /// function), `EAGAIN` (no ID left), or the error of opening the fd.
+    pub fn timer_create(
+        &self,
+        clock: ClockId,
+        ev: Option<&libc::sigevent>,
+    ) -> Result<TimerId, Errno> {
+        // SAFETY: `SigEvent` mirrors `struct sigevent`'s layout (same size,
+        // asserted above), so a reference to one is a reference to the
+        // other.
+        let ev = ev.map(|e| unsafe { &*(e as *const libc::sigevent).cast::<SigEvent>() });
+        match ev {
+            Some(ev) => {
+                let notify = notify_of(ev)?;
+                self.sys.posix().timer_create(clock, notify)
+            }
+            None => self
+                .sys
+                .posix()
+                .timer_create_with(clock, |id| Notify::Signal {
+                    signo: libc::SIGALRM,
+                    value: id.raw() as usize,
+                    thread: None,
+                }),
+        }
+        .map_err(errno)
+    }
+
+    /// Arms timer `id` with `new` (a zero `it_value` disarms; the interval
+    /// counts only with a value; `abstime`: `it_value` is a time of the
+    /// timer's clock) and returns the previous setting: the kernel's
+    /// `timer_settime()`, and `timerfd_settime()`'s body. Waits for a
+    /// running `SIGEV_THREAD` callback, unless called from it.
+    ///
+    /// # Errors
+    /// `EINVAL`: unknown or deleted ID, negative or non-normalized
+    /// timespec.
+    pub fn timer_settime(
+        &self,
+        id: TimerId,
+        abstime: bool,
+        new: &libc::itimerspec,
+    ) -> Result<libc::itimerspec, Errno> {
+        let spec = ItimerSpec::from_c(new).map_err(errno)?;
+        let old = self
+            .sys
+            .posix()
+            .timer_settime(id, abstime, spec)
+            .map_err(errno)?;
+        Ok(old.to_c())
+    }
+
+    /// The time to timer `id`'s next expiry and its interval (zero:
+    /// disarmed): the kernel's `timer_gettime()`.
+    ///
+    /// # Errors
+    /// `EINVAL`: unknown or deleted ID.
+    pub fn timer_gettime(&self, id: TimerId) -> Result<libc::itimerspec, Errno> {
+        let cur = self.sys.posix().timer_gettime(id).map_err(errno)?;
+        Ok(cur.to_c())
+    }
+
+    /// The overrun count of timer `id`'s last notification (clamped to
+    /// `INT_MAX`): the kernel's `timer_getoverrun()`.
+    ///
+    /// # Errors
+    /// `EINVAL`: unknown or deleted ID.
+    pub fn timer_getoverrun(&self, id: TimerId) -> Result<c_int, Errno> {
+        self.sys.posix().timer_getoverrun(id).map_err(errno)
+    }
+
+    /// Deletes timer `id`: the kernel's `timer_delete()`. Waits for a
+    /// running `SIGEV_THREAD` callback (unless called from it) and closes
+    /// the timer's fd.
+    ///
+    /// # Errors
+    /// `EINVAL`: unknown ID, second delete.
+    pub fn timer_delete(&self, id: TimerId) -> Result<(), Errno> {
+        self.sys.posix().timer_delete(id).map_err(errno)
+    }
+
+    /// Reports that the program accepted signal `info` (see
+    /// [`utimer_timer_signal_accepted`]): `Some(true)` deliver it (its
+    /// `si_overrun` updated), `Some(false)` stale, drop it, `None` not a
+    /// signal of this system's timers. The kernel's
+    /// `posixtimer_deliver_signal()`.
+    #[doc(alias = "posixtimer_deliver_signal")]
+    pub fn timer_signal_accepted(&self, info: &mut libc::siginfo_t) -> Option<bool> {
+        self.sys.posix().signal_accepted(info)
+    }
+}
+
 /// Creates a POSIX timer on `clock` (`CLOCK_MONOTONIC`, `CLOCK_BOOTTIME` or
 /// `CLOCK_REALTIME`) notifying as `sevp` says, and stores its ID in
 /// `*timerid`: the kernel's `timer_create()`. `sevp`: `SIGEV_NONE`,
@@ -120,21 +224,8 @@ pub unsafe extern "C" fn utimer_timer_create(
         }
         let clock = clock_of(clock)?;
         user_pointer(timerid)?;
-        // SAFETY: a non-null `sevp` in range points to a `struct sigevent`,
-        // whose layout `SigEvent` mirrors (same size, asserted above).
-        let ev = unsafe { sevp.cast::<SigEvent>().as_ref() };
-        let id = match ev {
-            Some(ev) => {
-                let notify = notify_of(ev)?;
-                u.sys.posix().timer_create(clock, notify)
-            }
-            None => u.sys.posix().timer_create_with(clock, |id| Notify::Signal {
-                signo: libc::SIGALRM,
-                value: id.raw() as usize,
-                thread: None,
-            }),
-        }
-        .map_err(errno)?;
+        // SAFETY: NULL, or in range and the caller promised a sigevent.
+        let id = u.timer_create(clock, unsafe { sevp.as_ref() })?;
         // SAFETY: checked in range; the caller promised it writable.
         unsafe { timerid.write(id.raw()) };
         Ok(0)
@@ -177,55 +268,11 @@ pub unsafe extern "C" fn utimer_timer_settime(
             return Err(libc::EINVAL);
         }
         let abstime = flags & UTIMER_TIMER_ABSTIME != 0;
+        let old = u.timer_settime(TimerId::from_raw(timerid), abstime, new)?;
         // SAFETY: the caller's promise for `old_value`.
-        unsafe { settime(u, TimerId::from_raw(timerid), abstime, new, old_value) }
+        unsafe { write_old(old_value, old) }?;
+        Ok(0)
     })
-}
-
-/// The body of `utimer_timer_settime` and `utimer_timerfd_settime`: arms
-/// `id` with `new` and stores the old setting in `*old_value` if not NULL
-/// (`EFAULT`, the timer armed, if [`user_pointer`] refuses it: the
-/// kernel's order).
-///
-/// # Safety
-/// `old_value` is NULL, refused by `user_pointer`, or writable.
-pub(crate) unsafe fn settime(
-    u: &utimer_t,
-    id: TimerId,
-    abstime: bool,
-    new: &libc::itimerspec,
-    old_value: *mut libc::itimerspec,
-) -> Result<c_int, Errno> {
-    let spec = ItimerSpec::from_c(new).map_err(errno)?;
-    let old = u
-        .sys
-        .posix()
-        .timer_settime(id, abstime, spec)
-        .map_err(errno)?;
-    if !old_value.is_null() {
-        user_pointer(old_value)?;
-        // SAFETY: non-null and in range: the caller promised it writable.
-        unsafe { old_value.write(old.to_c()) };
-    }
-    Ok(0)
-}
-
-/// The body of `utimer_timer_gettime` and `utimer_timerfd_gettime`: stores
-/// `id`'s setting in `*curr_value` (`EFAULT` if [`user_pointer`] refuses
-/// it, NULL included).
-///
-/// # Safety
-/// `curr_value` is refused by `user_pointer` or writable.
-pub(crate) unsafe fn gettime(
-    u: &utimer_t,
-    id: TimerId,
-    curr_value: *mut libc::itimerspec,
-) -> Result<c_int, Errno> {
-    let cur = u.sys.posix().timer_gettime(id).map_err(errno)?;
-    user_pointer(curr_value)?;
-    // SAFETY: in range, and the caller promised it writable.
-    unsafe { curr_value.write(cur.to_c()) };
-    Ok(0)
 }
 
 /// Stores the time to timer `timerid`'s next expiry and its interval in
@@ -247,8 +294,10 @@ pub unsafe extern "C" fn utimer_timer_gettime(
     guard(-1, || {
         // SAFETY: the caller's promise.
         let u = unsafe { handle(u) }?;
+        let cur = u.timer_gettime(TimerId::from_raw(timerid))?;
         // SAFETY: the caller's promise for `curr_value`.
-        unsafe { gettime(u, TimerId::from_raw(timerid), curr_value) }
+        unsafe { write_out(curr_value, cur) }?;
+        Ok(0)
     })
 }
 
@@ -262,11 +311,7 @@ pub unsafe extern "C" fn utimer_timer_gettime(
 pub unsafe extern "C" fn utimer_timer_getoverrun(u: *mut utimer_t, timerid: c_int) -> c_int {
     guard(-1, || {
         // SAFETY: the caller's promise.
-        let u = unsafe { handle(u) }?;
-        u.sys
-            .posix()
-            .timer_getoverrun(TimerId::from_raw(timerid))
-            .map_err(errno)
+        unsafe { handle(u) }?.timer_getoverrun(TimerId::from_raw(timerid))
     })
 }
 
@@ -281,11 +326,7 @@ pub unsafe extern "C" fn utimer_timer_getoverrun(u: *mut utimer_t, timerid: c_in
 pub unsafe extern "C" fn utimer_timer_delete(u: *mut utimer_t, timerid: c_int) -> c_int {
     guard(-1, || {
         // SAFETY: the caller's promise.
-        let u = unsafe { handle(u) }?;
-        u.sys
-            .posix()
-            .timer_delete(TimerId::from_raw(timerid))
-            .map_err(errno)?;
+        unsafe { handle(u) }?.timer_delete(TimerId::from_raw(timerid))?;
         Ok(0)
     })
 }
@@ -336,7 +377,7 @@ pub unsafe extern "C" fn utimer_timer_signal_accepted(
         let u = unsafe { handle(u) }?;
         // SAFETY: the caller's promise: NULL or a writable siginfo_t.
         let info = unsafe { info.cast::<libc::siginfo_t>().as_mut() }.ok_or(libc::EINVAL)?;
-        match u.sys.posix().signal_accepted(info) {
+        match u.timer_signal_accepted(info) {
             Some(deliver) => Ok(c_int::from(deliver)),
             None => Err(libc::EINVAL),
         }

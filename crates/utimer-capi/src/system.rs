@@ -40,16 +40,20 @@ fn open(n: c_uint, threads: bool) -> Result<*mut utimer_t, Errno> {
     open_with(TimerSystem::builder().workers(n as usize), threads)
 }
 
-/// The drop-in library's system (Rust only): for `workers` 0, one worker
-/// pinned to each CPU the process may run on, so that a timer armed on a
-/// CPU fires there, as the kernel's do (a thread that is no worker's arms
-/// on the worker of its CPU; `Builder::pin_to_process_cpus`); else
-/// `workers` unpinned workers, as `utimer_open`. In both,
-/// a thread that sleeps in the library's sleep calls may serve the
-/// hrtimers (`utimer::Builder::sleepers_serve`). NULL with `errno` set on
-/// failure.
-pub fn open_serving(workers: c_uint) -> *mut utimer_t {
-    guard(std::ptr::null_mut(), || {
+impl utimer_t {
+    /// The drop-in library's system: for `workers` 0, one worker pinned to
+    /// each CPU the process may run on, so that a timer armed on a CPU
+    /// fires there, as the kernel's do (a thread that is no worker's arms
+    /// on the worker of its CPU; `Builder::pin_to_process_cpus`); else
+    /// `workers` unpinned workers, as `utimer_open`. In both, a thread that
+    /// sleeps in the library's sleep calls may serve the hrtimers
+    /// (`utimer::Builder::sleepers_serve`). Dropping the box is
+    /// `utimer_close`.
+    ///
+    /// # Errors
+    /// `EINVAL` (more than `UTIMER_MAX_WORKERS`), or the error of starting
+    /// the threads.
+    pub fn open_serving(workers: c_uint) -> Result<Box<utimer_t>, Errno> {
         if workers > UTIMER_MAX_WORKERS {
             return Err(libc::EINVAL);
         }
@@ -57,22 +61,45 @@ pub fn open_serving(workers: c_uint) -> *mut utimer_t {
             0 => TimerSystem::builder().pin_to_process_cpus(),
             n => TimerSystem::builder().workers(n as usize),
         };
-        open_with(builder.sleepers_serve(true), true)
-    })
+        build(builder.sleepers_serve(true), true)
+    }
+
+    /// The timer system behind this handle (for the drop-in library's
+    /// sleep calls, [`TimerSystem::serve`]).
+    pub fn system(&self) -> &TimerSystem {
+        &self.sys
+    }
+
+    /// [`utimer_serve_realtime`]'s body: the priority the workers run at
+    /// (0: not raised).
+    ///
+    /// # Errors
+    /// `EINVAL`: no `SCHED_FIFO` priority.
+    pub fn serve_realtime(&self, priority: c_int) -> Result<c_int, Errno> {
+        self.sys.serve_realtime(priority).map_err(crate::ffi::errno)
+    }
+
+    /// The number of workers.
+    pub fn workers(&self) -> usize {
+        self.sys.workers()
+    }
 }
 
-/// The timer system behind `u` (Rust only), for the drop-in library's
-/// sleep calls ([`TimerSystem::serve`]).
-///
-/// # Safety
-/// `u` is a live system from [`open_serving`] or `utimer_open`, not
-/// closed while the reference lives.
-pub unsafe fn system_of<'a>(u: *mut utimer_t) -> &'a TimerSystem {
-    // SAFETY: the caller's promise: `u` is live for 'a.
-    unsafe { &(*u).sys }
+/// Closing: `utimer_close`, or the drop of a box from
+/// [`utimer_t::open_serving`].
+impl Drop for utimer_t {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::Release);
+        let rt = self.rt.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(rt);
+    }
 }
 
 fn open_with(builder: utimer::Builder, threads: bool) -> Result<*mut utimer_t, Errno> {
+    build(builder, threads).map(Box::into_raw)
+}
+
+fn build(builder: utimer::Builder, threads: bool) -> Result<Box<utimer_t>, Errno> {
     let (sys, rt) = if threads {
         let rt = Runtime::with_builder(builder).map_err(|e| match e.raw_os_error() {
             Some(errno) => errno,
@@ -87,12 +114,12 @@ fn open_with(builder: utimer::Builder, threads: bool) -> Result<*mut utimer_t, E
             .map_err(crate::ffi::errno)?;
         (Arc::new(sys), None)
     };
-    Ok(Box::into_raw(Box::new(utimer_t {
+    Ok(Box::new(utimer_t {
         sys,
         threaded: rt.is_some(),
         rt: Mutex::new(rt),
         closed: Arc::new(AtomicBool::new(false)),
-    })))
+    }))
 }
 
 /// Opens a timer system with `workers` worker threads (0: one per CPU the
@@ -132,12 +159,9 @@ pub unsafe extern "C" fn utimer_close(u: *mut utimer_t) {
         return;
     }
     guard((), || {
-        // SAFETY: the caller hands over a live handle made by `Box::into_raw`.
-        let u = unsafe { Box::from_raw(u) };
-        u.closed.store(true, Ordering::Release);
-        let rt = u.rt.lock().unwrap_or_else(|e| e.into_inner()).take();
-        drop(rt);
-        drop(u);
+        // SAFETY: the caller hands over a live handle made by `Box::into_raw`;
+        // its drop closes it.
+        drop(unsafe { Box::from_raw(u) });
         Ok(())
     });
 }
@@ -160,8 +184,7 @@ pub unsafe extern "C" fn utimer_close(u: *mut utimer_t) {
 pub unsafe extern "C" fn utimer_serve_realtime(u: *const utimer_t, priority: c_int) -> c_int {
     guard(-1, || {
         // SAFETY: the caller's promise.
-        let u = unsafe { handle(u) }?;
-        u.sys.serve_realtime(priority).map_err(crate::ffi::errno)
+        unsafe { handle(u) }?.serve_realtime(priority)
     })
 }
 

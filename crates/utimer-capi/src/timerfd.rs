@@ -36,7 +36,7 @@
 //! * A write to the descriptor adds to the count (an eventfd's), where the
 //!   kernel refuses it with `EINVAL`.
 
-use crate::ffi::{errno, guard, handle, user_pointer, Errno};
+use crate::ffi::{errno, guard, handle, user_pointer, write_old, write_out, Errno};
 use crate::system::utimer_t;
 use std::collections::HashMap;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -235,6 +235,132 @@ fn cvt(fd: c_int) -> Result<OwnedFd, Errno> {
     }
 }
 
+/// The timerfd calls in Rust, with typed arguments and the kernel's error
+/// numbers: what each `utimer_timerfd_*` export runs between checking the
+/// pointers C passed and writing out what it returns, and what the drop-in
+/// library calls directly. No `errno` is set here.
+impl utimer_t {
+    /// Creates a timerfd on `clock`, disarmed: the kernel's
+    /// `timerfd_create()`. `flags`: `TFD_NONBLOCK`, `TFD_CLOEXEC`. Returns
+    /// the descriptor (see the module docs for what it is).
+    ///
+    /// # Errors
+    /// `EINVAL` (other flags), `EMFILE`/`ENFILE` (no descriptor left),
+    /// `EAGAIN` (no timer ID left).
+    pub fn timerfd_create(&self, clock: ClockId, flags: c_int) -> Result<c_int, Errno> {
+        if flags & !(libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) != 0 {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: eventfd takes integers; TFD_NONBLOCK and TFD_CLOEXEC are
+        // EFD_NONBLOCK and EFD_CLOEXEC (both O_NONBLOCK and O_CLOEXEC).
+        let theirs = cvt(unsafe { libc::eventfd(0, flags) })?;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&theirs);
+        // SAFETY: duplicates a descriptor we own.
+        let ours = cvt(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) })?;
+        let slot = TABLE.slot(fd, true).ok_or(libc::EMFILE)?;
+        let id = self
+            .sys
+            .posix()
+            .timerfd_create(clock, ours)
+            .map_err(errno)?;
+        names(id, 1);
+        slot.store(pack(id, clock.raw()), Ordering::Release);
+        Ok(std::os::fd::IntoRawFd::into_raw_fd(theirs))
+    }
+
+    /// Arms (or, with a zero `it_value`, disarms) timerfd `fd` and returns
+    /// the previous setting: the kernel's `timerfd_settime()`. `flags`: 0
+    /// or `TFD_TIMER_ABSTIME`. Resets the expiration count: a read then
+    /// waits for the next expiry.
+    ///
+    /// # Errors
+    /// `EINVAL` (a descriptor that is no utimer timerfd, other flags, a bad
+    /// timespec), `EBADF` (a descriptor that is not open).
+    pub fn timerfd_settime(
+        &self,
+        fd: c_int,
+        flags: c_int,
+        new: &libc::itimerspec,
+    ) -> Result<libc::itimerspec, Errno> {
+        let id = TABLE.get(fd).ok_or_else(|| not_ours(fd))?;
+        if flags & !libc::TFD_TIMER_ABSTIME != 0 {
+            return Err(libc::EINVAL);
+        }
+        self.timer_settime(id, flags & libc::TFD_TIMER_ABSTIME != 0, new)
+    }
+
+    /// The time to timerfd `fd`'s next expiry and its interval (zero:
+    /// disarmed): the kernel's `timerfd_gettime()`.
+    ///
+    /// # Errors
+    /// `EINVAL` (a descriptor that is no utimer timerfd), `EBADF` (not
+    /// open).
+    pub fn timerfd_gettime(&self, fd: c_int) -> Result<libc::itimerspec, Errno> {
+        let id = TABLE.get(fd).ok_or_else(|| not_ours(fd))?;
+        self.timer_gettime(id)
+    }
+
+    /// Before a `read` of timerfd `fd`: adds to its count every expiry that
+    /// has passed and that its worker has not written yet, as the kernel's
+    /// `timerfd_read()` forwards the timer to the moment of the read (the
+    /// drop-in library's `read`). Anything that is not a utimer timerfd of
+    /// this system is left alone.
+    #[doc(alias = "timerfd_read")]
+    pub fn timerfd_expire_due(&self, fd: c_int) {
+        if let Some(id) = TABLE.get(fd) {
+            self.sys.posix().timer_fd_expire_due(id);
+        }
+    }
+
+    /// Forgets timerfd `fd` without closing the descriptor: deletes its
+    /// timer once no other number names it (no expiry is written after
+    /// this returns) and frees the number in the table. For a program that
+    /// is about to close or replace the number itself (the drop-in
+    /// library's `close`, `dup2`, `dup3`).
+    ///
+    /// # Errors
+    /// `EINVAL` (no utimer timerfd of this system), `EBADF` (not open).
+    pub fn timerfd_release(&self, fd: c_int) -> Result<(), Errno> {
+        let (id, clock) = TABLE.entry(fd).ok_or_else(|| not_ours(fd))?;
+        let slot = TABLE.slot(fd, false).ok_or(libc::EINVAL)?;
+        // Only the caller that empties the slot drops its name.
+        slot.compare_exchange(pack(id, clock), 0, Ordering::AcqRel, Ordering::Acquire)
+            .map_err(|_| libc::EINVAL)?;
+        if names(id, -1) > 0 {
+            // Another number still names it.
+            return Ok(());
+        }
+        self.sys.posix().timer_delete(id).map_err(|e| {
+            // Another system's timerfd: not ours to free; put it back.
+            names(id, 1);
+            slot.store(pack(id, clock), Ordering::Release);
+            errno(e)
+        })
+    }
+
+    /// Registers `newfd`, a duplicate of timerfd `oldfd` (`dup`, `dup2`,
+    /// `fcntl(F_DUPFD)`), as another name of its timer: the timerfd calls
+    /// then take it too, and the timer lives until every name is released.
+    /// `newfd` must not name another utimer timerfd (release it first).
+    ///
+    /// # Errors
+    /// `EINVAL` (`oldfd` is no utimer timerfd, `newfd` already names one,
+    /// or is negative), `EBADF` (`oldfd` not open).
+    pub fn timerfd_dup(&self, oldfd: c_int, newfd: c_int) -> Result<(), Errno> {
+        let (id, clock) = TABLE.entry(oldfd).ok_or_else(|| not_ours(oldfd))?;
+        let slot = TABLE.slot(newfd, true).ok_or(libc::EINVAL)?;
+        names(id, 1);
+        if slot
+            .compare_exchange(0, pack(id, clock), Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            names(id, -1);
+            return Err(libc::EINVAL);
+        }
+        Ok(())
+    }
+}
+
 /// Creates a timerfd on `clock` (`CLOCK_MONOTONIC`, `CLOCK_REALTIME`,
 /// `CLOCK_BOOTTIME`), disarmed: the kernel's `timerfd_create()`. `flags`:
 /// `TFD_NONBLOCK`, `TFD_CLOEXEC`. The descriptor reads, polls and blocks as
@@ -256,22 +382,7 @@ pub unsafe extern "C" fn utimer_timerfd_create(
     guard(-1, || {
         // SAFETY: the caller's promise.
         let u = unsafe { handle(u) }?;
-        if flags & !(libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) != 0 {
-            return Err(libc::EINVAL);
-        }
-        let raw_clock = clock;
-        let clock = ClockId::from_raw(clock).ok_or(libc::EINVAL)?;
-        // SAFETY: eventfd takes integers; TFD_NONBLOCK and TFD_CLOEXEC are
-        // EFD_NONBLOCK and EFD_CLOEXEC (both O_NONBLOCK and O_CLOEXEC).
-        let theirs = cvt(unsafe { libc::eventfd(0, flags) })?;
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&theirs);
-        // SAFETY: duplicates a descriptor we own.
-        let ours = cvt(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) })?;
-        let slot = TABLE.slot(fd, true).ok_or(libc::EMFILE)?;
-        let id = u.sys.posix().timerfd_create(clock, ours).map_err(errno)?;
-        names(id, 1);
-        slot.store(pack(id, raw_clock), Ordering::Release);
-        Ok(std::os::fd::IntoRawFd::into_raw_fd(theirs))
+        u.timerfd_create(ClockId::from_raw(clock).ok_or(libc::EINVAL)?, flags)
     })
 }
 
@@ -314,15 +425,11 @@ pub unsafe extern "C" fn utimer_timerfd_settime(
         // SAFETY: the caller's promise.
         let u = unsafe { handle(u) }?;
         user_pointer(new_value)?;
-        let id = TABLE.get(fd).ok_or_else(|| not_ours(fd))?;
-        if flags & !libc::TFD_TIMER_ABSTIME != 0 {
-            return Err(libc::EINVAL);
-        }
         // SAFETY: in range: the caller promised it readable.
-        let new = unsafe { &*new_value };
-        let abstime = flags & libc::TFD_TIMER_ABSTIME != 0;
+        let old = u.timerfd_settime(fd, flags, unsafe { &*new_value })?;
         // SAFETY: the caller's promise for `old_value`.
-        unsafe { crate::posix::settime(u, id, abstime, new, old_value) }
+        unsafe { write_old(old_value, old) }?;
+        Ok(0)
     })
 }
 
@@ -344,29 +451,10 @@ pub unsafe extern "C" fn utimer_timerfd_gettime(
 ) -> c_int {
     guard(-1, || {
         // SAFETY: the caller's promise.
-        let u = unsafe { handle(u) }?;
-        let id = TABLE.get(fd).ok_or_else(|| not_ours(fd))?;
+        let cur = unsafe { handle(u) }?.timerfd_gettime(fd)?;
         // SAFETY: the caller's promise for `curr_value`.
-        unsafe { crate::posix::gettime(u, id, curr_value) }
-    })
-}
-
-/// Before a `read` of timerfd `fd`: adds to its count every expiry that
-/// has passed and that its worker has not written yet, as the kernel's
-/// `timerfd_read()` forwards the timer to the moment of the read. The
-/// drop-in library calls it from its `read`. Rust only (no C header
-/// entry); anything that is not a utimer timerfd of `u` is left alone.
-///
-/// # Safety
-/// `u` is NULL or live.
-pub unsafe fn timerfd_expire_due(u: *mut utimer_t, fd: c_int) {
-    guard((), || {
-        // SAFETY: the caller's promise.
-        let u = unsafe { handle(u) }?;
-        if let Some(id) = TABLE.get(fd) {
-            u.sys.posix().timer_fd_expire_due(id);
-        }
-        Ok(())
+        unsafe { write_out(curr_value, cur) }?;
+        Ok(0)
     })
 }
 
@@ -384,25 +472,8 @@ pub unsafe fn timerfd_expire_due(u: *mut utimer_t, fd: c_int) {
 pub unsafe extern "C" fn utimer_timerfd_release(u: *mut utimer_t, fd: c_int) -> c_int {
     guard(-1, || {
         // SAFETY: the caller's promise.
-        let u = unsafe { handle(u) }?;
-        let (id, clock) = TABLE.entry(fd).ok_or_else(|| not_ours(fd))?;
-        let slot = TABLE.slot(fd, false).ok_or(libc::EINVAL)?;
-        // Only the caller that empties the slot drops its name.
-        slot.compare_exchange(pack(id, clock), 0, Ordering::AcqRel, Ordering::Acquire)
-            .map_err(|_| libc::EINVAL)?;
-        if names(id, -1) > 0 {
-            // Another number still names it.
-            return Ok(0);
-        }
-        match u.sys.posix().timer_delete(id) {
-            Ok(()) => Ok(0),
-            Err(e) => {
-                // Another system's timerfd: not ours to free; put it back.
-                names(id, 1);
-                slot.store(pack(id, clock), Ordering::Release);
-                Err(errno(e))
-            }
-        }
+        unsafe { handle(u) }?.timerfd_release(fd)?;
+        Ok(0)
     })
 }
 
@@ -422,17 +493,7 @@ pub unsafe extern "C" fn utimer_timerfd_release(u: *mut utimer_t, fd: c_int) -> 
 pub unsafe extern "C" fn utimer_timerfd_dup(u: *mut utimer_t, oldfd: c_int, newfd: c_int) -> c_int {
     guard(-1, || {
         // SAFETY: the caller's promise.
-        unsafe { handle(u) }?;
-        let (id, clock) = TABLE.entry(oldfd).ok_or_else(|| not_ours(oldfd))?;
-        let slot = TABLE.slot(newfd, true).ok_or(libc::EINVAL)?;
-        names(id, 1);
-        if slot
-            .compare_exchange(0, pack(id, clock), Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            names(id, -1);
-            return Err(libc::EINVAL);
-        }
+        unsafe { handle(u) }?.timerfd_dup(oldfd, newfd)?;
         Ok(0)
     })
 }

@@ -118,7 +118,7 @@ unsafe fn mark_all(which: &SignalSet, set: *const libc::sigset_t) {
 /// `info` is NULL or a writable `siginfo_t`.
 pub(crate) unsafe fn accepted(info: *mut libc::siginfo_t) -> bool {
     // SAFETY: the caller's promise.
-    let Some(i) = (unsafe { info.as_ref() }) else {
+    let Some(i) = (unsafe { info.as_mut() }) else {
         return true;
     };
     // Another source's standard signal frees the pending slot that timer
@@ -130,8 +130,8 @@ pub(crate) unsafe fn accepted(info: *mut libc::siginfo_t) -> bool {
         return true;
     };
     let _section = critical::enter();
-    // SAFETY: a live system and the caller's siginfo_t.
-    unsafe { utimer_capi::utimer_timer_signal_accepted(u, info.cast()) != 0 }
+    // Not a signal of utimer's timers (or a panic): deliver it as it is.
+    utimer_capi::guard(true, || Ok(u.timer_signal_accepted(i).unwrap_or(true)))
 }
 
 /// `sigtimedwait()` (`timeout` NULL: `sigwaitinfo()`), reporting what it
@@ -362,14 +362,11 @@ fn signalfd_record_accepted(rec: &mut libc::signalfd_siginfo) -> bool {
     };
     let mut info = utimer::posix::siginfo_of_signalfd(rec);
     let _section = critical::enter();
-    // SAFETY: a live system and a live siginfo_t.
-    let r = unsafe {
-        utimer_capi::utimer_timer_signal_accepted(u, (&mut info as *mut libc::siginfo_t).cast())
-    };
-    if r == 1 {
+    let r = utimer_capi::guard(None, || Ok(u.timer_signal_accepted(&mut info)));
+    if r == Some(true) {
         utimer::posix::signalfd_update(&info, rec);
     }
-    r != 0
+    r != Some(false)
 }
 
 /// CLOCK_MONOTONIC in ns.

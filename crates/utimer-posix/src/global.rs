@@ -45,26 +45,24 @@ static ATFORK: AtomicBool = AtomicBool::new(false);
 
 /// The system, starting it if need be; `None`: pass through to glibc.
 #[inline]
-pub(crate) fn system() -> Option<*mut utimer_t> {
-    let p = SYSTEM.load(Ordering::Acquire);
-    if !p.is_null() {
-        return Some(p);
-    }
-    start()
+pub(crate) fn system() -> Option<&'static utimer_t> {
+    started().or_else(start)
 }
 
 /// The system if it has started (a signal's acceptance needs no new one).
-pub(crate) fn started() -> Option<*mut utimer_t> {
-    let p = SYSTEM.load(Ordering::Acquire);
-    (!p.is_null()).then_some(p)
+#[inline]
+pub(crate) fn started() -> Option<&'static utimer_t> {
+    // SAFETY: `SYSTEM` is NULL or a leaked box that is never freed (the
+    // system lives until exit or exec).
+    unsafe { SYSTEM.load(Ordering::Acquire).as_ref() }
 }
 
 #[cold]
-fn start() -> Option<*mut utimer_t> {
+fn start() -> Option<&'static utimer_t> {
     loop {
         match STATE.compare_exchange(IDLE, STARTING, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => break,
-            Err(UP) => return Some(SYSTEM.load(Ordering::Acquire)),
+            Err(UP) => return started(),
             Err(OFF) => return None,
             // Another thread is starting it: wait (a few milliseconds once
             // per process).
@@ -85,8 +83,8 @@ fn start() -> Option<*mut utimer_t> {
     // 0: one worker on each CPU, as the kernel's timer bases. Threads
     // that sleep in the library's sleep calls serve the hrtimers
     // (`sleep.rs`).
-    let u = utimer_capi::open_serving(workers);
-    if u.is_null() {
+    let opened = utimer_capi::guard(None, || utimer_t::open_serving(workers).map(Some));
+    let Some(u) = opened else {
         let err = std::io::Error::last_os_error();
         warn(
             &START_FAILED,
@@ -94,15 +92,16 @@ fn start() -> Option<*mut utimer_t> {
         );
         STATE.store(OFF, Ordering::Release);
         return None;
-    }
+    };
+    // Never freed: the system lives until exit or exec.
+    let u: &'static utimer_t = Box::leak(u);
     let early = crate::sched::early_priority();
     if early > 0 {
-        // SAFETY: the live system just opened.
-        // (A priority a thread took is always a valid one.)
-        unsafe { utimer_capi::utimer_serve_realtime(u, early) };
+        // A priority a thread took is always a valid one.
+        let _ = utimer_capi::guard(0, || u.serve_realtime(early));
     }
     crate::inherit::note_owner();
-    SYSTEM.store(u, Ordering::Release);
+    SYSTEM.store(std::ptr::from_ref(u).cast_mut(), Ordering::Release);
     STATE.store(UP, Ordering::Release);
     crate::verbose::started(u, workers == 0);
     Some(u)

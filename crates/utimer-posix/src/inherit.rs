@@ -143,17 +143,13 @@ fn is_zero(t: &libc::timespec) -> bool {
 /// The setting of the utimer timerfd `fd` (timer `timer` on `clock`), read
 /// from the live system `u`.
 fn setting_of(
-    u: *mut capi::utimer_t,
+    u: &capi::utimer_t,
     fd: c_int,
     timer: c_int,
     clock: libc::clockid_t,
 ) -> Option<Setting> {
-    // SAFETY: a zeroed itimerspec is a valid value to fill.
-    let mut cur: libc::itimerspec = unsafe { std::mem::zeroed() };
-    // SAFETY: a live system, a live out value.
-    if unsafe { capi::utimer_timerfd_gettime(u, fd, &mut cur) } != 0 {
-        return None;
-    }
+    // A fork handler's: nothing may unwind out of it.
+    let cur = capi::guard(None, || u.timerfd_gettime(fd).map(Some))?;
     let next = if is_zero(&cur.it_value) {
         None
     } else {
@@ -360,8 +356,7 @@ fn after_failed_exec() {
         let mut cur: libc::itimerspec = unsafe { std::mem::zeroed() };
         // SAFETY: glibc's function, a live out value.
         if unsafe { (real().timerfd_gettime)(fd, &mut cur) } == 0 {
-            // SAFETY: a live system.
-            unsafe { capi::utimer_timerfd_release(u, fd) };
+            let _ = capi::guard(-1, || u.timerfd_release(fd).map(|()| 0));
         }
     }
 }

@@ -48,10 +48,9 @@ fn serve(p: c_int) {
         return;
     }
     match global::started() {
-        // SAFETY: a live system.
-        Some(u) => unsafe {
-            utimer_capi::utimer_serve_realtime(u, p);
-        },
+        Some(u) => {
+            let _ = utimer_capi::guard(0, || u.serve_realtime(p));
+        }
         None => {
             EARLY.fetch_max(p, Relaxed);
         }

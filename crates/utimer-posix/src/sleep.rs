@@ -189,9 +189,7 @@ fn serve_until(deadline: u64) -> Option<Ended> {
     if critical::inside() {
         return None;
     }
-    let u = started()?;
-    // SAFETY: the system lives until exit or exec (`global.rs`).
-    let sys = unsafe { utimer_capi::system_of(u) };
+    let sys = started()?.system();
     // Real-time workers wake ahead of each expiry at the priority of the
     // program's highest real-time thread; a thread below it would fire
     // the timers later than they do.

@@ -20,7 +20,7 @@ use crate::global::system;
 use crate::real::{fail, real, timer_t};
 use std::ffi::c_int;
 use std::sync::Mutex;
-use utimer::ClockId;
+use utimer::{ClockId, TimerId};
 use utimer_capi as capi;
 
 /// Tag of a passed-through timer's `timer_t`.
@@ -58,11 +58,6 @@ fn glibc_slot(slot: usize) -> Option<Target> {
     Some(Target::Glibc(slot, t as timer_t))
 }
 
-/// Whether utimer implements `clock` (else the kernel's timer serves).
-fn implemented(clock: libc::clockid_t) -> bool {
-    ClockId::from_raw(clock).is_some()
-}
-
 /// How a new timer's handle is written out.
 pub(crate) enum Out {
     New(*mut timer_t),
@@ -85,18 +80,19 @@ pub(crate) unsafe fn create(clock: libc::clockid_t, sevp: *mut libc::sigevent, o
     if !out_ok || !(sevp.is_null() || capi::user_pointer_ok(sevp)) {
         return fail(libc::EFAULT);
     }
-    match system() {
-        Some(u) if implemented(clock) => {
-            let mut id: c_int = 0;
-            // SAFETY: the caller's pointers; `id` is live.
-            if unsafe { capi::utimer_timer_create(u, clock, sevp, &mut id) } != 0 {
+    match (system(), ClockId::from_raw(clock)) {
+        (Some(u), Some(clock)) => {
+            // SAFETY: NULL, or checked in range and the caller promised a
+            // sigevent.
+            let ev = unsafe { sevp.as_ref() };
+            let Some(id) = capi::guard(None, || u.timer_create(clock, ev).map(Some)) else {
                 return -1;
-            }
+            };
             // SAFETY: checked in range; the caller promised it writable.
             unsafe {
                 match out {
-                    Out::New(p) => p.write(id as usize as timer_t),
-                    Out::Old(p) => p.write(id),
+                    Out::New(p) => p.write(id.raw() as usize as timer_t),
+                    Out::Old(p) => p.write(id.raw()),
                 }
             }
             0
@@ -132,10 +128,14 @@ pub(crate) unsafe fn create(clock: libc::clockid_t, sevp: *mut libc::sigevent, o
     }
 }
 
-/// The system for a utimer timer's call (one must exist if the timer does;
-/// without one the ID names nothing).
-fn ours() -> Result<*mut capi::utimer_t, c_int> {
-    system().ok_or(libc::EINVAL)
+/// Runs `f` on the system for a utimer timer's call, at the C boundary:
+/// its `Ok` value, or -1 with `errno` (`EINVAL` without a system: one must
+/// exist if the timer does, so the ID names nothing).
+fn ours(f: impl FnOnce(&capi::utimer_t) -> Result<c_int, capi::Errno>) -> c_int {
+    match system() {
+        Some(u) => capi::guard(-1, || f(u)),
+        None => fail(libc::EINVAL),
+    }
 }
 
 /// `timer_settime()`. The kernel reads only `TIMER_ABSTIME` of `flags`,
@@ -155,13 +155,17 @@ pub(crate) unsafe fn settime(
         return fail(libc::EFAULT);
     }
     match t {
-        Some(Target::Ours(id)) => match ours() {
-            // SAFETY: the caller's pointers.
-            Ok(u) => unsafe {
-                capi::utimer_timer_settime(u, id, flags & libc::TIMER_ABSTIME, new, old)
-            },
-            Err(e) => fail(e),
-        },
+        Some(Target::Ours(id)) => ours(|u| {
+            // The kernel's EINVAL for a NULL value (glibc passes it on).
+            // SAFETY: NULL, or checked in range and the caller promised
+            // it readable.
+            let new = unsafe { new.as_ref() }.ok_or(libc::EINVAL)?;
+            let abstime = flags & libc::TIMER_ABSTIME != 0;
+            let was = u.timer_settime(TimerId::from_raw(id), abstime, new)?;
+            // SAFETY: the caller's promise for `old`.
+            unsafe { capi::write_old(old, was) }?;
+            Ok(0)
+        }),
         // SAFETY: glibc's timer, the caller's pointers.
         Some(Target::Glibc(_, g)) => unsafe { (real().timer_settime)(g, flags, new, old) },
         None => fail(libc::EINVAL),
@@ -175,11 +179,12 @@ pub(crate) unsafe fn settime(
 pub(crate) unsafe fn gettime(t: Option<Target>, cur: *mut libc::itimerspec) -> c_int {
     let _section = critical::enter();
     match t {
-        Some(Target::Ours(id)) => match ours() {
-            // SAFETY: the caller's pointer.
-            Ok(u) => unsafe { capi::utimer_timer_gettime(u, id, cur) },
-            Err(e) => fail(e),
-        },
+        Some(Target::Ours(id)) => ours(|u| {
+            let v = u.timer_gettime(TimerId::from_raw(id))?;
+            // SAFETY: the caller's pointer: refused or writable.
+            unsafe { capi::write_out(cur, v) }?;
+            Ok(0)
+        }),
         // SAFETY: as above.
         Some(Target::Glibc(_, g)) => unsafe { (real().timer_gettime)(g, cur) },
         None => fail(libc::EINVAL),
@@ -190,11 +195,7 @@ pub(crate) unsafe fn gettime(t: Option<Target>, cur: *mut libc::itimerspec) -> c
 pub(crate) fn getoverrun(t: Option<Target>) -> c_int {
     let _section = critical::enter();
     match t {
-        Some(Target::Ours(id)) => match ours() {
-            // SAFETY: a live system.
-            Ok(u) => unsafe { capi::utimer_timer_getoverrun(u, id) },
-            Err(e) => fail(e),
-        },
+        Some(Target::Ours(id)) => ours(|u| u.timer_getoverrun(TimerId::from_raw(id))),
         // SAFETY: glibc's timer.
         Some(Target::Glibc(_, g)) => unsafe { (real().timer_getoverrun)(g) },
         None => fail(libc::EINVAL),
@@ -205,11 +206,7 @@ pub(crate) fn getoverrun(t: Option<Target>) -> c_int {
 pub(crate) fn delete(t: Option<Target>) -> c_int {
     let _section = critical::enter();
     match t {
-        Some(Target::Ours(id)) => match ours() {
-            // SAFETY: a live system.
-            Ok(u) => unsafe { capi::utimer_timer_delete(u, id) },
-            Err(e) => fail(e),
-        },
+        Some(Target::Ours(id)) => ours(|u| u.timer_delete(TimerId::from_raw(id)).map(|()| 0)),
         Some(Target::Glibc(slot, g)) => {
             // SAFETY: glibc's timer.
             let r = unsafe { (real().timer_delete)(g) };

@@ -31,11 +31,8 @@ use utimer_capi as capi;
 pub(crate) fn create(clock: libc::clockid_t, flags: c_int) -> c_int {
     let _section = critical::enter();
     let known = flags & !(libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) == 0;
-    match system() {
-        Some(u) if known && ClockId::from_raw(clock).is_some() => {
-            // SAFETY: a live system.
-            unsafe { capi::utimer_timerfd_create(u, clock, flags) }
-        }
+    match (system(), ClockId::from_raw(clock)) {
+        (Some(u), Some(clock)) if known => capi::guard(-1, || u.timerfd_create(clock, flags)),
         // SAFETY: glibc's function, the caller's arguments.
         _ => unsafe { (real().timerfd_create)(clock, flags) },
     }
@@ -70,9 +67,15 @@ pub(crate) unsafe fn settime(
         // SAFETY: the caller's pointers.
         return unsafe { hand_to_kernel(u, fd, flags, new, old) };
     }
-    // SAFETY: the caller's pointers; CANCEL_ON_SET means nothing here (the
-    // kernel ignores it without both ABSTIME and a REALTIME clock).
-    unsafe { capi::utimer_timerfd_settime(u, fd, flags & libc::TFD_TIMER_ABSTIME, new, old) }
+    // CANCEL_ON_SET means nothing here (the kernel ignores it without both
+    // ABSTIME and a REALTIME clock).
+    capi::guard(-1, || {
+        // SAFETY: checked in range above; the caller promised it readable.
+        let was = u.timerfd_settime(fd, flags & libc::TFD_TIMER_ABSTIME, unsafe { &*new })?;
+        // SAFETY: the caller's promise for `old`.
+        unsafe { capi::write_old(old, was) }?;
+        Ok(0)
+    })
 }
 
 /// `TFD_TIMER_CANCEL_ON_SET`: the kernel's timerfd replaces utimer's on the
@@ -81,7 +84,7 @@ pub(crate) unsafe fn settime(
 /// # Safety
 /// As `settime`, and `new` checked with `capi::user_pointer_ok`.
 unsafe fn hand_to_kernel(
-    u: *mut capi::utimer_t,
+    u: &capi::utimer_t,
     fd: c_int,
     flags: c_int,
     new: *const libc::itimerspec,
@@ -97,8 +100,7 @@ unsafe fn hand_to_kernel(
     }
     // SAFETY: a zeroed itimerspec is a valid value to fill.
     let mut was: libc::itimerspec = unsafe { std::mem::zeroed() };
-    // SAFETY: a live system, a live out value.
-    if unsafe { capi::utimer_timerfd_gettime(u, fd, &mut was) } != 0 {
+    if capi::guard(-1, || u.timerfd_gettime(fd).map(|v| was = v).map(|()| 0)) != 0 {
         return -1;
     }
     // SAFETY: fcntl reads the flags of a descriptor we checked is open.
@@ -122,8 +124,8 @@ unsafe fn hand_to_kernel(
     } else {
         0
     };
-    // SAFETY: a live system; `fd` is its timerfd.
-    unsafe { capi::utimer_timerfd_release(u, fd) };
+    // `fd` is its timerfd.
+    let _ = capi::guard(-1, || u.timerfd_release(fd).map(|()| 0));
     // SAFETY: descriptors we own (`k`) and the program's (`fd`), which it
     // asked to re-arm: the replacement keeps its number and flags.
     unsafe {
@@ -154,8 +156,12 @@ unsafe fn hand_to_kernel(
 pub(crate) unsafe fn gettime(fd: c_int, cur: *mut libc::itimerspec) -> c_int {
     let _section = critical::enter();
     match (capi::timerfd_clock(fd), system()) {
-        // SAFETY: a live system, the caller's pointer.
-        (Some(_), Some(u)) => unsafe { capi::utimer_timerfd_gettime(u, fd, cur) },
+        (Some(_), Some(u)) => capi::guard(-1, || {
+            let v = u.timerfd_gettime(fd)?;
+            // SAFETY: the caller's pointer: refused or writable.
+            unsafe { capi::write_out(cur, v) }?;
+            Ok(0)
+        }),
         // SAFETY: glibc's function, the caller's arguments.
         _ => unsafe { (real().timerfd_gettime)(fd, cur) },
     }
@@ -172,8 +178,10 @@ pub(crate) fn before_read(fd: c_int) {
     }
     let _section = critical::enter();
     if let Some(u) = crate::global::started() {
-        // SAFETY: a live system.
-        unsafe { capi::timerfd_expire_due(u, fd) };
+        capi::guard((), || {
+            u.timerfd_expire_due(fd);
+            Ok(())
+        });
     }
 }
 
@@ -185,8 +193,7 @@ fn release(fd: c_int) {
     }
     let _section = critical::enter();
     if let Some(u) = system() {
-        // SAFETY: a live system.
-        unsafe { capi::utimer_timerfd_release(u, fd) };
+        let _ = capi::guard(-1, || u.timerfd_release(fd).map(|()| 0));
     }
 }
 
@@ -285,8 +292,7 @@ fn duplicated(old: c_int, new: c_int) {
     }
     let _section = critical::enter();
     if let Some(u) = system() {
-        // SAFETY: a live system.
-        unsafe { capi::utimer_timerfd_dup(u, old, new) };
+        let _ = capi::guard(-1, || u.timerfd_dup(old, new).map(|()| 0));
     }
 }
 

@@ -59,11 +59,10 @@ pub(crate) fn emit(line: &str) {
 
 /// Called once the system `u` has started: the line, if asked for.
 /// `pinned`: one worker pinned to each CPU (no `UTIMER_WORKERS`).
-pub(crate) fn started(u: *mut utimer_t, pinned: bool) {
+pub(crate) fn started(u: &utimer_t, pinned: bool) {
     if !requested() {
         return;
     }
-    // SAFETY: `u` is the live system just opened.
-    let workers = unsafe { utimer_capi::utimer_workers(u) };
+    let workers = u.workers() as std::ffi::c_uint;
     emit(&started_line(std::process::id(), workers, pinned));
 }
