@@ -58,7 +58,7 @@ extern "C" fn on_notify(_v: libc::sigval) {
 extern "C" fn on_timer(t: *mut utimer_timer_list, _arg: *mut c_void) {
     CALLS.fetch_add(1, Ordering::Relaxed);
     // Re-entering from its own callback: refused, never deadlocks.
-    let r = unsafe { utimer_del_timer_sync(t) };
+    let r = unsafe { utimer_wheel_delete_sync(t) };
     assert!(r == -1 && errno() == libc::EDEADLK, "del_timer_sync from its callback: {r}");
 }
 
@@ -193,7 +193,7 @@ fuzz_target!(|ops: Vec<Op>| {
             }
             Op::Setup { sys, flags } => {
                 let u = pick(&systems, sys).map_or(std::ptr::null_mut(), |s| s.u);
-                let t = unsafe { utimer_timer_setup(u, Some(on_timer), std::ptr::null_mut(), u32::from(flags % 5)) };
+                let t = unsafe { utimer_wheel_setup(u, Some(on_timer), std::ptr::null_mut(), u32::from(flags % 5)) };
                 if t.is_null() {
                     assert_eq!(errno(), libc::EINVAL);
                 } else {
@@ -205,9 +205,9 @@ fuzz_target!(|ops: Vec<Op>| {
                 let expires = raw.unwrap_or(u64::from(ahead));
                 let r = unsafe {
                     match kind % 3 {
-                        0 => utimer_mod_timer(t, expires),
-                        1 => utimer_mod_timer_pending(t, expires),
-                        _ => utimer_timer_reduce(t, expires),
+                        0 => utimer_wheel_mod(t, expires),
+                        1 => utimer_wheel_mod_pending(t, expires),
+                        _ => utimer_wheel_reduce(t, expires),
                     }
                 };
                 expect("mod", r.into(), |r| r == 0 || r == 1, &[libc::ESHUTDOWN]);
@@ -216,10 +216,10 @@ fuzz_target!(|ops: Vec<Op>| {
                 let Some(&t) = pick(&timers, timer) else { continue };
                 let r = unsafe {
                     match kind % 4 {
-                        0 => utimer_del_timer(t),
-                        1 => utimer_del_timer_sync(t),
-                        2 => utimer_timer_shutdown_sync(t),
-                        _ => utimer_timer_pending(t),
+                        0 => utimer_wheel_delete(t),
+                        1 => utimer_wheel_delete_sync(t),
+                        2 => utimer_wheel_shutdown_sync(t),
+                        _ => utimer_wheel_pending(t),
                     }
                 };
                 expect("cancel", r.into(), |r| r == 0 || r == 1, &[libc::ESHUTDOWN]);
@@ -229,7 +229,7 @@ fuzz_target!(|ops: Vec<Op>| {
                     continue;
                 }
                 let t = timers.remove(timer as usize % timers.len());
-                unsafe { utimer_timer_free(t) };
+                unsafe { utimer_wheel_free(t) };
             }
             Op::Pause { micros } => {
                 std::thread::sleep(std::time::Duration::from_micros(u64::from(micros % 3000)));
@@ -247,7 +247,7 @@ fuzz_target!(|ops: Vec<Op>| {
         }
     }
     for t in timers {
-        unsafe { utimer_timer_free(t) };
+        unsafe { utimer_wheel_free(t) };
     }
     for s in systems {
         unsafe {

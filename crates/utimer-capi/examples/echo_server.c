@@ -63,14 +63,14 @@ static void on_idle(struct utimer_timer_list *t, void *arg) {
 }
 
 static void rearm(struct conn *c) {
-    if (utimer_mod_timer(c->idle, utimer_jiffies(u) + utimer_msecs_to_jiffies(u, idle_ms)) < 0)
-        die("utimer_mod_timer");
+    if (utimer_wheel_mod(c->idle, utimer_jiffies(u) + utimer_msecs_to_jiffies(u, idle_ms)) < 0)
+        die("utimer_wheel_mod");
 }
 
 static void drop_conn(struct conn *c) {
     /* From the loop's thread, never from the callback: free waits for
      * nothing here (callbacks only run inside utimer_worker_run). */
-    utimer_timer_free(c->idle);
+    utimer_wheel_free(c->idle);
     if (!c->closed) {
         epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
         close(c->fd);
@@ -130,8 +130,8 @@ int main(int argc, char **argv) {
                 if (fd < 0) continue;
                 struct conn *c = calloc(1, sizeof *c);
                 c->fd = fd;
-                c->idle = utimer_timer_setup(u, on_idle, c, UTIMER_PINNED);
-                if (!c->idle) die("utimer_timer_setup");
+                c->idle = utimer_wheel_setup(u, on_idle, c, UTIMER_PINNED);
+                if (!c->idle) die("utimer_wheel_setup");
                 int slot = 0;
                 while (slot < 1024 && conns[slot]) slot++;
                 if (slot == 1024) { drop_conn(c); continue; }
@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
                     epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
                     close(c->fd);
                     closed_count++;
-                    utimer_del_timer(c->idle);
+                    utimer_wheel_delete(c->idle);
                     continue;
                 }
                 (void)!write(c->fd, buf, (size_t)r);

@@ -35,13 +35,13 @@ int main(void) {
         return perror("utimer_timer_*"), 1;
 
     /* A kernel-style timeout: armed, pushed back, then let fire. */
-    struct utimer_timer_list *t = utimer_timer_setup(u, on_timeout, NULL, 0);
-    utimer_mod_timer(t, utimer_jiffies(u) + utimer_msecs_to_jiffies(u, 20));
-    utimer_mod_timer(t, utimer_jiffies(u) + utimer_msecs_to_jiffies(u, 50)); /* returns 1: was pending */
+    struct utimer_timer_list *t = utimer_wheel_setup(u, on_timeout, NULL, 0);
+    utimer_wheel_mod(t, utimer_jiffies(u) + utimer_msecs_to_jiffies(u, 20));
+    utimer_wheel_mod(t, utimer_jiffies(u) + utimer_msecs_to_jiffies(u, 50)); /* returns 1: was pending */
 
     usleep(105000);
     utimer_timer_delete(u, id);     /* waits for a running callback */
-    utimer_timer_free(t);
+    utimer_wheel_free(t);
     printf("ticks: %d (about 10), timeouts: %d\n", atomic_load(&ticks), atomic_load(&timeouts));
     utimer_close(u);
     return atomic_load(&ticks) >= 1 && atomic_load(&timeouts) == 1 ? 0 : 1;

@@ -48,13 +48,13 @@ struct itimerspec;
 #define UTIMER_MAX_WORKERS 1024
 
 /*
- `flags` of `utimer_timer_setup()`: the timer stays on the worker that
+ `flags` of `utimer_wheel_setup()`: the timer stays on the worker that
  armed it (the kernel's `TIMER_PINNED`).
  */
 #define UTIMER_PINNED 1
 
 /*
- `flags` of `utimer_timer_setup()`: the timer never wakes an idle worker
+ `flags` of `utimer_wheel_setup()`: the timer never wakes an idle worker
  (the kernel's `TIMER_DEFERRABLE`).
  */
 #define UTIMER_DEFERRABLE 2
@@ -252,7 +252,7 @@ struct utimer_t *utimer_open_unthreaded(unsigned int workers);
  Closes `u`: stops its worker threads (a callback already running
  finishes first), cancels every pending timer and deletes its POSIX
  timers. Wheel timers still allocated stay valid memory whose arming
- and waiting calls fail with `ESHUTDOWN` until `utimer_timer_free()`.
+ and waiting calls fail with `ESHUTDOWN` until `utimer_wheel_free()`.
  NULL is ignored. Must not be called from one of `u`'s callbacks.
 
  # Safety
@@ -422,7 +422,7 @@ int utimer_timerfd_close(struct utimer_t *u,
  Allocates a wheel timer of `u` that calls `fn(timer, arg)` on a worker
  when it fires: the kernel's `timer_setup()`. It is not armed. `flags`:
  0, `UTIMER_PINNED`, `UTIMER_DEFERRABLE` or both. Free it with
- `utimer_timer_free()`.
+ `utimer_wheel_free()`.
 
  Returns NULL with `errno = EINVAL` for a NULL `u` or `fn`, or unknown
  flags.
@@ -431,7 +431,7 @@ int utimer_timerfd_close(struct utimer_t *u,
  `u` is NULL or live; `fn` may be called with `arg` from any utimer
  worker thread until the timer is freed.
  */
-struct utimer_timer_list *utimer_timer_setup(struct utimer_t *u,
+struct utimer_timer_list *utimer_wheel_setup(struct utimer_t *u,
                                              utimer_timer_fn fn,
                                              void *arg,
                                              unsigned int flags);
@@ -444,9 +444,9 @@ struct utimer_timer_list *utimer_timer_setup(struct utimer_t *u,
  (`utimer_close()`: nothing would ever fire it).
 
  # Safety
- `t` is NULL or a live handle from `utimer_timer_setup`.
+ `t` is NULL or a live handle from `utimer_wheel_setup`.
  */
-int utimer_mod_timer(struct utimer_timer_list *t,
+int utimer_wheel_mod(struct utimer_timer_list *t,
                      uint64_t expires);
 
 /*
@@ -456,9 +456,9 @@ int utimer_mod_timer(struct utimer_timer_list *t,
  closed.
 
  # Safety
- `t` is NULL or a live handle from `utimer_timer_setup`.
+ `t` is NULL or a live handle from `utimer_wheel_setup`.
  */
-int utimer_mod_timer_pending(struct utimer_timer_list *t,
+int utimer_wheel_mod_pending(struct utimer_timer_list *t,
                              uint64_t expires);
 
 /*
@@ -468,9 +468,9 @@ int utimer_mod_timer_pending(struct utimer_timer_list *t,
  closed.
 
  # Safety
- `t` is NULL or a live handle from `utimer_timer_setup`.
+ `t` is NULL or a live handle from `utimer_wheel_setup`.
  */
-int utimer_timer_reduce(struct utimer_timer_list *t,
+int utimer_wheel_reduce(struct utimer_timer_list *t,
                         uint64_t expires);
 
 /*
@@ -479,9 +479,9 @@ int utimer_timer_reduce(struct utimer_timer_list *t,
  (also once its system is closed), -1 with `errno = EINVAL` for NULL.
 
  # Safety
- `t` is NULL or a live handle from `utimer_timer_setup`.
+ `t` is NULL or a live handle from `utimer_wheel_setup`.
  */
-int utimer_del_timer(struct utimer_timer_list *t);
+int utimer_wheel_delete(struct utimer_timer_list *t);
 
 /*
  Cancels `t` and waits until its callback is not running anywhere: the
@@ -491,9 +491,9 @@ int utimer_del_timer(struct utimer_timer_list *t);
  once its system is closed.
 
  # Safety
- `t` is NULL or a live handle from `utimer_timer_setup`.
+ `t` is NULL or a live handle from `utimer_wheel_setup`.
  */
-int utimer_del_timer_sync(struct utimer_timer_list *t);
+int utimer_wheel_delete_sync(struct utimer_timer_list *t);
 
 /*
  Cancels `t` for good (later arms are ignored, also from its own
@@ -503,18 +503,18 @@ int utimer_del_timer_sync(struct utimer_timer_list *t);
  `ESHUTDOWN` once its system is closed.
 
  # Safety
- `t` is NULL or a live handle from `utimer_timer_setup`.
+ `t` is NULL or a live handle from `utimer_wheel_setup`.
  */
-int utimer_timer_shutdown_sync(struct utimer_timer_list *t);
+int utimer_wheel_shutdown_sync(struct utimer_timer_list *t);
 
 /*
  Whether `t` is armed: the kernel's `timer_pending()`. 1 or 0 (0 once
  its system is closed); -1 with `errno = EINVAL` for NULL.
 
  # Safety
- `t` is NULL or a live handle from `utimer_timer_setup`.
+ `t` is NULL or a live handle from `utimer_wheel_setup`.
  */
-int utimer_timer_pending(const struct utimer_timer_list *t);
+int utimer_wheel_pending(const struct utimer_timer_list *t);
 
 /*
  Cancels `t`, waits for its running callback unless called from that
@@ -522,9 +522,101 @@ int utimer_timer_pending(const struct utimer_timer_list *t);
  a callback that frees its own timer must not touch `t` afterwards.
 
  # Safety
- `t` is NULL or a live handle from `utimer_timer_setup`, not used
+ `t` is NULL or a live handle from `utimer_wheel_setup`, not used
  afterwards.
  */
+void utimer_wheel_free(struct utimer_timer_list *t);
+
+/*
+ Deprecated name of `utimer_wheel_setup()` (the kernel's `timer_setup()`).
+
+ # Safety
+ As `utimer_wheel_setup()`.
+ */
+__attribute__((deprecated("use utimer_wheel_setup")))
+struct utimer_timer_list *utimer_timer_setup(struct utimer_t *u,
+                                             utimer_timer_fn fn,
+                                             void *arg,
+                                             unsigned int flags);
+
+/*
+ Deprecated name of `utimer_wheel_mod()` (the kernel's `mod_timer()`).
+
+ # Safety
+ As `utimer_wheel_mod()`.
+ */
+__attribute__((deprecated("use utimer_wheel_mod")))
+int utimer_mod_timer(struct utimer_timer_list *t,
+                     uint64_t expires);
+
+/*
+ Deprecated name of `utimer_wheel_mod_pending()` (the kernel's
+ `mod_timer_pending()`).
+
+ # Safety
+ As `utimer_wheel_mod_pending()`.
+ */
+__attribute__((deprecated("use utimer_wheel_mod_pending")))
+int utimer_mod_timer_pending(struct utimer_timer_list *t,
+                             uint64_t expires);
+
+/*
+ Deprecated name of `utimer_wheel_reduce()` (the kernel's
+ `timer_reduce()`).
+
+ # Safety
+ As `utimer_wheel_reduce()`.
+ */
+__attribute__((deprecated("use utimer_wheel_reduce")))
+int utimer_timer_reduce(struct utimer_timer_list *t,
+                        uint64_t expires);
+
+/*
+ Deprecated name of `utimer_wheel_delete()` (the kernel's `del_timer()`).
+
+ # Safety
+ As `utimer_wheel_delete()`.
+ */
+__attribute__((deprecated("use utimer_wheel_delete")))
+int utimer_del_timer(struct utimer_timer_list *t);
+
+/*
+ Deprecated name of `utimer_wheel_delete_sync()` (the kernel's
+ `del_timer_sync()`).
+
+ # Safety
+ As `utimer_wheel_delete_sync()`.
+ */
+__attribute__((deprecated("use utimer_wheel_delete_sync")))
+int utimer_del_timer_sync(struct utimer_timer_list *t);
+
+/*
+ Deprecated name of `utimer_wheel_shutdown_sync()` (the kernel's
+ `timer_shutdown_sync()`).
+
+ # Safety
+ As `utimer_wheel_shutdown_sync()`.
+ */
+__attribute__((deprecated("use utimer_wheel_shutdown_sync")))
+int utimer_timer_shutdown_sync(struct utimer_timer_list *t);
+
+/*
+ Deprecated name of `utimer_wheel_pending()` (the kernel's
+ `timer_pending()`).
+
+ # Safety
+ As `utimer_wheel_pending()`.
+ */
+__attribute__((deprecated("use utimer_wheel_pending")))
+int utimer_timer_pending(const struct utimer_timer_list *t);
+
+/*
+ Deprecated name of `utimer_wheel_free()`.
+
+ # Safety
+ As `utimer_wheel_free()`.
+ */
+__attribute__((deprecated("use utimer_wheel_free")))
 void utimer_timer_free(struct utimer_timer_list *t);
 
 /*

@@ -42,9 +42,9 @@
 //!   callback runs after it returns, except one already running, which it
 //!   waits for). POSIX timer IDs die with their `utimer_t`. Wheel timers
 //!   (`struct utimer_timer_list *`) stay valid memory until
-//!   `utimer_timer_free`: every call on them then fails with `EINVAL`
-//!   (`utimer_timer_pending` returns 0, `utimer_del_timer` returns 0), and
-//!   `utimer_timer_free` frees them.
+//!   `utimer_wheel_free`: every call on them then fails with `EINVAL`
+//!   (`utimer_wheel_pending` returns 0, `utimer_wheel_delete` returns 0), and
+//!   `utimer_wheel_free` frees them.
 //! * Callbacks run on utimer's worker threads (or the program's own, with
 //!   the event-loop API). They must not unwind (a C++ exception escaping a
 //!   callback is undefined behaviour, as with any C callback).

@@ -20,7 +20,7 @@ pub struct utimer_t {
     pub(crate) threaded: bool,
     /// Set by `utimer_close`, before the system goes; shared with every
     /// wheel timer of the system, which outlives it until
-    /// `utimer_timer_free` and must then refuse every call with `EINVAL`.
+    /// `utimer_wheel_free` and must then refuse every call with `EINVAL`.
     pub(crate) closed: Arc<AtomicBool>,
 }
 
@@ -148,7 +148,7 @@ pub extern "C" fn utimer_open_unthreaded(workers: c_uint) -> *mut utimer_t {
 /// Closes `u`: stops its worker threads (a callback already running
 /// finishes first), cancels every pending timer and deletes its POSIX
 /// timers. Wheel timers still allocated stay valid memory whose arming
-/// and waiting calls fail with `ESHUTDOWN` until `utimer_timer_free()`.
+/// and waiting calls fail with `ESHUTDOWN` until `utimer_wheel_free()`.
 /// NULL is ignored. Must not be called from one of `u`'s callbacks.
 ///
 /// # Safety

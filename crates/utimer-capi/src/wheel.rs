@@ -1,7 +1,7 @@
 //! Kernel-style wheel timers for timeouts (`struct timer_list`): set up
-//! once, armed with `utimer_mod_timer` at an expiry in jiffies, cancelled
-//! with `utimer_del_timer` or `utimer_del_timer_sync`, freed with
-//! `utimer_timer_free`. O(1) to arm and cancel; they fire at their wheel
+//! once, armed with `utimer_wheel_mod` at an expiry in jiffies, cancelled
+//! with `utimer_wheel_delete` or `utimer_wheel_delete_sync`, freed with
+//! `utimer_wheel_free`. O(1) to arm and cancel; they fire at their wheel
 //! level's granularity (never early, up to 12.5% late): for precise
 //! deadlines use POSIX timers.
 
@@ -13,10 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use utimer::{Expiry, Timer, TimerError, TimerFlags};
 
-/// `flags` of `utimer_timer_setup()`: the timer stays on the worker that
+/// `flags` of `utimer_wheel_setup()`: the timer stays on the worker that
 /// armed it (the kernel's `TIMER_PINNED`).
 pub const UTIMER_PINNED: c_uint = 1;
-/// `flags` of `utimer_timer_setup()`: the timer never wakes an idle worker
+/// `flags` of `utimer_wheel_setup()`: the timer never wakes an idle worker
 /// (the kernel's `TIMER_DEFERRABLE`).
 pub const UTIMER_DEFERRABLE: c_uint = 2;
 
@@ -48,7 +48,7 @@ fn flags_of(flags: c_uint) -> Result<TimerFlags, Errno> {
 /// Allocates a wheel timer of `u` that calls `fn(timer, arg)` on a worker
 /// when it fires: the kernel's `timer_setup()`. It is not armed. `flags`:
 /// 0, `UTIMER_PINNED`, `UTIMER_DEFERRABLE` or both. Free it with
-/// `utimer_timer_free()`.
+/// `utimer_wheel_free()`.
 ///
 /// Returns NULL with `errno = EINVAL` for a NULL `u` or `fn`, or unknown
 /// flags.
@@ -57,7 +57,7 @@ fn flags_of(flags: c_uint) -> Result<TimerFlags, Errno> {
 /// `u` is NULL or live; `fn` may be called with `arg` from any utimer
 /// worker thread until the timer is freed.
 #[no_mangle]
-pub unsafe extern "C" fn utimer_timer_setup(
+pub unsafe extern "C" fn utimer_wheel_setup(
     u: *mut utimer_t,
     r#fn: utimer_timer_fn,
     arg: *mut c_void,
@@ -76,7 +76,7 @@ pub unsafe extern "C" fn utimer_timer_setup(
         let timer = u.sys.timer_with_flags(flags, move |_| {
             // SAFETY: the handle is initialized before it is returned (so
             // before any arm), and freed only after the callback can no
-            // longer run (`utimer_timer_free`); `f` and `arg` are the C
+            // longer run (`utimer_wheel_free`); `f` and `arg` are the C
             // caller's, promised callable from a worker.
             unsafe { f(addr as *mut utimer_timer_list, arg as *mut c_void) }
         });
@@ -97,7 +97,7 @@ fn with_timer(
 ) -> c_int {
     guard(-1, || {
         // SAFETY: every export that calls this documents that `t` is NULL
-        // or a live handle from `utimer_timer_setup`.
+        // or a live handle from `utimer_wheel_setup`.
         let t = unsafe { handle(t) }?;
         if t.closed.load(Ordering::Acquire) {
             return after_close.map(int).ok_or(libc::ESHUTDOWN);
@@ -113,9 +113,9 @@ fn with_timer(
 /// (`utimer_close()`: nothing would ever fire it).
 ///
 /// # Safety
-/// `t` is NULL or a live handle from `utimer_timer_setup`.
+/// `t` is NULL or a live handle from `utimer_wheel_setup`.
 #[no_mangle]
-pub unsafe extern "C" fn utimer_mod_timer(t: *mut utimer_timer_list, expires: u64) -> c_int {
+pub unsafe extern "C" fn utimer_wheel_mod(t: *mut utimer_timer_list, expires: u64) -> c_int {
     with_timer(t, None, |t| t.modify(Expiry::Tick(expires)))
 }
 
@@ -125,9 +125,9 @@ pub unsafe extern "C" fn utimer_mod_timer(t: *mut utimer_timer_list, expires: u6
 /// closed.
 ///
 /// # Safety
-/// `t` is NULL or a live handle from `utimer_timer_setup`.
+/// `t` is NULL or a live handle from `utimer_wheel_setup`.
 #[no_mangle]
-pub unsafe extern "C" fn utimer_mod_timer_pending(
+pub unsafe extern "C" fn utimer_wheel_mod_pending(
     t: *mut utimer_timer_list,
     expires: u64,
 ) -> c_int {
@@ -140,9 +140,9 @@ pub unsafe extern "C" fn utimer_mod_timer_pending(
 /// closed.
 ///
 /// # Safety
-/// `t` is NULL or a live handle from `utimer_timer_setup`.
+/// `t` is NULL or a live handle from `utimer_wheel_setup`.
 #[no_mangle]
-pub unsafe extern "C" fn utimer_timer_reduce(t: *mut utimer_timer_list, expires: u64) -> c_int {
+pub unsafe extern "C" fn utimer_wheel_reduce(t: *mut utimer_timer_list, expires: u64) -> c_int {
     with_timer(t, None, |t| t.reduce(Expiry::Tick(expires)))
 }
 
@@ -151,9 +151,9 @@ pub unsafe extern "C" fn utimer_timer_reduce(t: *mut utimer_timer_list, expires:
 /// (also once its system is closed), -1 with `errno = EINVAL` for NULL.
 ///
 /// # Safety
-/// `t` is NULL or a live handle from `utimer_timer_setup`.
+/// `t` is NULL or a live handle from `utimer_wheel_setup`.
 #[no_mangle]
-pub unsafe extern "C" fn utimer_del_timer(t: *mut utimer_timer_list) -> c_int {
+pub unsafe extern "C" fn utimer_wheel_delete(t: *mut utimer_timer_list) -> c_int {
     with_timer(t, Some(false), |t| Ok(t.delete()))
 }
 
@@ -164,9 +164,9 @@ pub unsafe extern "C" fn utimer_del_timer(t: *mut utimer_timer_list) -> c_int {
 /// once its system is closed.
 ///
 /// # Safety
-/// `t` is NULL or a live handle from `utimer_timer_setup`.
+/// `t` is NULL or a live handle from `utimer_wheel_setup`.
 #[no_mangle]
-pub unsafe extern "C" fn utimer_del_timer_sync(t: *mut utimer_timer_list) -> c_int {
+pub unsafe extern "C" fn utimer_wheel_delete_sync(t: *mut utimer_timer_list) -> c_int {
     with_timer(t, None, |t| t.delete_sync())
 }
 
@@ -177,9 +177,9 @@ pub unsafe extern "C" fn utimer_del_timer_sync(t: *mut utimer_timer_list) -> c_i
 /// `ESHUTDOWN` once its system is closed.
 ///
 /// # Safety
-/// `t` is NULL or a live handle from `utimer_timer_setup`.
+/// `t` is NULL or a live handle from `utimer_wheel_setup`.
 #[no_mangle]
-pub unsafe extern "C" fn utimer_timer_shutdown_sync(t: *mut utimer_timer_list) -> c_int {
+pub unsafe extern "C" fn utimer_wheel_shutdown_sync(t: *mut utimer_timer_list) -> c_int {
     with_timer(t, None, |t| t.shutdown_sync())
 }
 
@@ -187,9 +187,9 @@ pub unsafe extern "C" fn utimer_timer_shutdown_sync(t: *mut utimer_timer_list) -
 /// its system is closed); -1 with `errno = EINVAL` for NULL.
 ///
 /// # Safety
-/// `t` is NULL or a live handle from `utimer_timer_setup`.
+/// `t` is NULL or a live handle from `utimer_wheel_setup`.
 #[no_mangle]
-pub unsafe extern "C" fn utimer_timer_pending(t: *const utimer_timer_list) -> c_int {
+pub unsafe extern "C" fn utimer_wheel_pending(t: *const utimer_timer_list) -> c_int {
     with_timer(t, Some(false), |t| Ok(t.is_pending()))
 }
 
@@ -198,16 +198,16 @@ pub unsafe extern "C" fn utimer_timer_pending(t: *const utimer_timer_list) -> c_
 /// a callback that frees its own timer must not touch `t` afterwards.
 ///
 /// # Safety
-/// `t` is NULL or a live handle from `utimer_timer_setup`, not used
+/// `t` is NULL or a live handle from `utimer_wheel_setup`, not used
 /// afterwards.
 #[no_mangle]
-pub unsafe extern "C" fn utimer_timer_free(t: *mut utimer_timer_list) {
+pub unsafe extern "C" fn utimer_wheel_free(t: *mut utimer_timer_list) {
     if t.is_null() {
         return;
     }
     guard((), || {
         // SAFETY: the caller hands over a live handle made by
-        // `Box::into_raw` in `utimer_timer_setup`.
+        // `Box::into_raw` in `utimer_wheel_setup`.
         let t = unsafe { Box::from_raw(t) };
         // From its own callback this refuses to wait (InOwnCallback) and
         // the drop below defers the free of the timer itself until the
@@ -217,4 +217,121 @@ pub unsafe extern "C" fn utimer_timer_free(t: *mut utimer_timer_list) {
         drop(t);
         Ok(())
     });
+}
+
+// The wheel family's names before it took the one prefix `utimer_wheel_`
+// (the kernel's verbs after `utimer_`), kept for one release so that
+// programs written against them still build; the header marks them
+// deprecated.
+
+/// Deprecated name of `utimer_wheel_setup()` (the kernel's `timer_setup()`).
+///
+/// # Safety
+/// As `utimer_wheel_setup()`.
+#[no_mangle]
+#[deprecated(note = "use utimer_wheel_setup")]
+pub unsafe extern "C" fn utimer_timer_setup(
+    u: *mut utimer_t,
+    r#fn: utimer_timer_fn,
+    arg: *mut c_void,
+    flags: c_uint,
+) -> *mut utimer_timer_list {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { utimer_wheel_setup(u, r#fn, arg, flags) }
+}
+
+/// Deprecated name of `utimer_wheel_mod()` (the kernel's `mod_timer()`).
+///
+/// # Safety
+/// As `utimer_wheel_mod()`.
+#[no_mangle]
+#[deprecated(note = "use utimer_wheel_mod")]
+pub unsafe extern "C" fn utimer_mod_timer(t: *mut utimer_timer_list, expires: u64) -> c_int {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { utimer_wheel_mod(t, expires) }
+}
+
+/// Deprecated name of `utimer_wheel_mod_pending()` (the kernel's
+/// `mod_timer_pending()`).
+///
+/// # Safety
+/// As `utimer_wheel_mod_pending()`.
+#[no_mangle]
+#[deprecated(note = "use utimer_wheel_mod_pending")]
+pub unsafe extern "C" fn utimer_mod_timer_pending(
+    t: *mut utimer_timer_list,
+    expires: u64,
+) -> c_int {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { utimer_wheel_mod_pending(t, expires) }
+}
+
+/// Deprecated name of `utimer_wheel_reduce()` (the kernel's
+/// `timer_reduce()`).
+///
+/// # Safety
+/// As `utimer_wheel_reduce()`.
+#[no_mangle]
+#[deprecated(note = "use utimer_wheel_reduce")]
+pub unsafe extern "C" fn utimer_timer_reduce(t: *mut utimer_timer_list, expires: u64) -> c_int {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { utimer_wheel_reduce(t, expires) }
+}
+
+/// Deprecated name of `utimer_wheel_delete()` (the kernel's `del_timer()`).
+///
+/// # Safety
+/// As `utimer_wheel_delete()`.
+#[no_mangle]
+#[deprecated(note = "use utimer_wheel_delete")]
+pub unsafe extern "C" fn utimer_del_timer(t: *mut utimer_timer_list) -> c_int {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { utimer_wheel_delete(t) }
+}
+
+/// Deprecated name of `utimer_wheel_delete_sync()` (the kernel's
+/// `del_timer_sync()`).
+///
+/// # Safety
+/// As `utimer_wheel_delete_sync()`.
+#[no_mangle]
+#[deprecated(note = "use utimer_wheel_delete_sync")]
+pub unsafe extern "C" fn utimer_del_timer_sync(t: *mut utimer_timer_list) -> c_int {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { utimer_wheel_delete_sync(t) }
+}
+
+/// Deprecated name of `utimer_wheel_shutdown_sync()` (the kernel's
+/// `timer_shutdown_sync()`).
+///
+/// # Safety
+/// As `utimer_wheel_shutdown_sync()`.
+#[no_mangle]
+#[deprecated(note = "use utimer_wheel_shutdown_sync")]
+pub unsafe extern "C" fn utimer_timer_shutdown_sync(t: *mut utimer_timer_list) -> c_int {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { utimer_wheel_shutdown_sync(t) }
+}
+
+/// Deprecated name of `utimer_wheel_pending()` (the kernel's
+/// `timer_pending()`).
+///
+/// # Safety
+/// As `utimer_wheel_pending()`.
+#[no_mangle]
+#[deprecated(note = "use utimer_wheel_pending")]
+pub unsafe extern "C" fn utimer_timer_pending(t: *const utimer_timer_list) -> c_int {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { utimer_wheel_pending(t) }
+}
+
+/// Deprecated name of `utimer_wheel_free()`.
+///
+/// # Safety
+/// As `utimer_wheel_free()`.
+#[no_mangle]
+#[deprecated(note = "use utimer_wheel_free")]
+pub unsafe extern "C" fn utimer_timer_free(t: *mut utimer_timer_list) {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { utimer_wheel_free(t) }
 }

@@ -78,6 +78,40 @@ fn wheel_timers() {
     compile_and_run("wheel");
 }
 
+/// The wheel family's old names (kept for one release) still work.
+#[test]
+fn wheel_timers_by_their_old_names() {
+    compile_and_run("wheel_old_names");
+}
+
+/// The header marks an old name deprecated: a call of one fails a build
+/// with `-Werror`, naming the new one.
+#[test]
+fn an_old_wheel_name_warns_at_compile_time() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = std::env::temp_dir().join(format!("utimer-old-name-{}.c", std::process::id()));
+    std::fs::write(
+        &src,
+        "#include <utimer.h>\nint f(struct utimer_timer_list *t) { return utimer_mod_timer(t, 1); }\n",
+    )
+    .expect("write the probe");
+    let out = cc::cc(&dir.join("tests/c"))
+        .arg("-I")
+        .arg(dir.join("include"))
+        .args(["-c", "-o", "/dev/null"])
+        .arg(&src)
+        .output()
+        .expect("run the C compiler");
+    let _ = std::fs::remove_file(&src);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("deprecated")
+            && stderr.contains("utimer_wheel_mod"),
+        "a call of utimer_mod_timer compiled without the deprecation: {stderr}"
+    );
+}
+
 #[test]
 fn event_loop() {
     compile_and_run("loop");

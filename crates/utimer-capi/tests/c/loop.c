@@ -37,7 +37,7 @@ static void *other_thread(void *arg) {
 static void *late_arm(void *arg) {
     sleep_ns(20 * NS_PER_MS);
     /* Arms on the idle worker's base: its wake function must run. */
-    CHECK(utimer_mod_timer(arg, 0) == 0);
+    CHECK(utimer_wheel_mod(arg, 0) == 0);
     return NULL;
 }
 
@@ -65,10 +65,10 @@ int main(void) {
     CHECK(utimer_worker_idle_enter(worker) == -1);
     CHECK(utimer_worker_idle_exit(worker) == 0);
 
-    struct utimer_timer_list *t = utimer_timer_setup(u, on_fire, NULL, 0);
+    struct utimer_timer_list *t = utimer_wheel_setup(u, on_fire, NULL, 0);
     CHECK(t != NULL);
     long long armed = mono_ns();
-    CHECK(utimer_mod_timer(t, utimer_jiffies(u) + utimer_msecs_to_jiffies(u, 10)) == 0);
+    CHECK(utimer_wheel_mod(t, utimer_jiffies(u) + utimer_msecs_to_jiffies(u, 10)) == 0);
     int loops = 0;
     while (atomic_load(&fired) == 0 && loops++ < 1000) {
         utimer_worker_run(worker);
@@ -99,7 +99,7 @@ int main(void) {
     }
     CHECK(atomic_load(&fired) == 2);
 
-    utimer_timer_free(t);
+    utimer_wheel_free(t);
     CHECK(utimer_worker_unregister(worker) == 0);
     CHECK_ERR(utimer_worker_unregister(NULL), EINVAL);
     utimer_close(u);
