@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Before/after benchmark of the hot paths, by hand (not a CI job): builds
 # REV (default: origin's main, else HEAD~1) in a git worktree and this
-# checkout, then runs `utimer bench --quick --filter CASE` for each case,
+# checkout (the utimer tool, and the drop-in library that the posix-dropin
+# rows load from beside it), then runs `utimer bench --quick --filter CASE` for each case,
 # ROUNDS times, alternating which binary goes first, and prints the median
 # and the best round of each utimer row (and the kernel replays' rows) for
 # both.
@@ -60,13 +61,13 @@ old_filter() {
 }
 if [ "${ALIGN:-0}" = 1 ]; then
   export RUSTFLAGS="${RUSTFLAGS:-} -C llvm-args=-x86-branches-within-32B-boundaries"
-  (cd "$out/old-tree" && CARGO_TARGET_DIR="$PWD/../old-target-aligned" cargo build --release -q -p utimer-cli)
-  CARGO_TARGET_DIR="$out/new-target-aligned" cargo build --release -q -p utimer-cli
+  (cd "$out/old-tree" && CARGO_TARGET_DIR="$PWD/../old-target-aligned" cargo build --release -q -p utimer-cli -p utimer-posix)
+  CARGO_TARGET_DIR="$out/new-target-aligned" cargo build --release -q -p utimer-cli -p utimer-posix
   old="$out/old-target-aligned/release/utimer"
   new="$out/new-target-aligned/release/utimer"
 else
-  (cd "$out/old-tree" && CARGO_TARGET_DIR="$PWD/../old-target" cargo build --release -q -p utimer-cli)
-  cargo build --release -q -p utimer-cli
+  (cd "$out/old-tree" && CARGO_TARGET_DIR="$PWD/../old-target" cargo build --release -q -p utimer-cli -p utimer-posix)
+  cargo build --release -q -p utimer-cli -p utimer-posix
   old="$out/old-target/release/utimer"
   new="${CARGO_TARGET_DIR:-target}/release/utimer"
 fi

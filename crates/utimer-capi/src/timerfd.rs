@@ -276,6 +276,8 @@ impl utimer_t {
     /// # Errors
     /// `EINVAL` (a descriptor that is no utimer timerfd, other flags, a bad
     /// timespec), `EBADF` (a descriptor that is not open).
+    // Always inlined, as `timer_settime`: the drop-in's hot path.
+    #[inline(always)]
     pub fn timerfd_settime(
         &self,
         fd: c_int,
@@ -295,6 +297,7 @@ impl utimer_t {
     /// # Errors
     /// `EINVAL` (a descriptor that is no utimer timerfd), `EBADF` (not
     /// open).
+    #[inline]
     pub fn timerfd_gettime(&self, fd: c_int) -> Result<libc::itimerspec, Errno> {
         let id = TABLE.get(fd).ok_or_else(|| not_ours(fd))?;
         self.timer_gettime(id)
@@ -306,6 +309,7 @@ impl utimer_t {
     /// drop-in library's `read`). Anything that is not a utimer timerfd of
     /// this system is left alone.
     #[doc(alias = "timerfd_read")]
+    #[inline]
     pub fn timerfd_expire_due(&self, fd: c_int) {
         if let Some(id) = TABLE.get(fd) {
             self.sys.posix().timer_fd_expire_due(id);

@@ -131,6 +131,7 @@ pub(crate) unsafe fn create(clock: libc::clockid_t, sevp: *mut libc::sigevent, o
 /// Runs `f` on the system for a utimer timer's call, at the C boundary:
 /// its `Ok` value, or -1 with `errno` (`EINVAL` without a system: one must
 /// exist if the timer does, so the ID names nothing).
+#[inline(always)]
 fn ours(f: impl FnOnce(&capi::utimer_t) -> Result<c_int, capi::Errno>) -> c_int {
     match system() {
         Some(u) => capi::guard(-1, || f(u)),
