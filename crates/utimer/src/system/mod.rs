@@ -148,8 +148,11 @@ impl TimerSystem {
     /// clock it may lag real time by up to the kernel's coarse clock
     /// resolution (1–4 ms): `now() + n` can fire before `n` ticks of real
     /// time have passed. Arm with a relative [`Expiry`] (a `Duration`, or
-    /// [`Expiry::AfterTicks`]) for "never early". See [`Clock`].
+    /// [`Expiry::AfterTicks`]) for "never early". See [`Clock`]. A tick
+    /// count, never nanoseconds: an hrtimer's time is a
+    /// [`Ktime`](crate::Ktime) ([`clock_ns`](Self::clock_ns) reads one).
     #[inline]
+    #[doc(alias = "jiffies")]
     pub fn now(&self) -> u64 {
         self.core.bases.ticks.now()
     }

@@ -81,6 +81,14 @@ impl std::ops::BitOr for TimerFlags {
 /// `&self` and may be called from any thread; share a timer with `Arc` or
 /// by reference. One heap allocation of 24 bytes plus the callback's
 /// captures; the handle is one pointer.
+///
+/// One convention across the family, the kernel's: a call that can fail
+/// returns a `Result` (an arm on a system that has shut down, a wait that
+/// would wait for itself), and one that cannot answers plainly, as the
+/// kernel's `timer_delete()`, `timer_shutdown()` and `timer_pending()`
+/// return their `int` with no error: [`delete`](Self::delete),
+/// [`shutdown`](Self::shutdown) and [`is_pending`](Self::is_pending)
+/// return `bool`. Every "was it pending" answer is that `bool`.
 pub struct Timer {
     raw: NonNull<RawTimer>,
 }
