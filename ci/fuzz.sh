@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 . ci/toolchains.sh
-ensure_toolchain "$NIGHTLY"
+use_nightly
 if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi

@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/toolchains.sh
-ensure_toolchain "$NIGHTLY" miri rust-src
+use_nightly miri rust-src
 cargo +"$NIGHTLY" miri setup
 FILES=(callbacks bad_input model delete_sync defects hotplug cancel_rearm stale_base hr_sleeper)
 # Isolation off: the monotonic clock is read through libc. Few proptest cases:

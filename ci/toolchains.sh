@@ -10,7 +10,8 @@ NIGHTLY=nightly-2026-05-20
 MSRV=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
 
 # ensure_toolchain TOOLCHAIN [COMPONENT...]: installs TOOLCHAIN (minimal
-# profile) with COMPONENTs unless each is there already.
+# profile) with COMPONENTs unless each is there already; fails if rustup
+# cannot.
 ensure_toolchain() {
   local tc=$1
   shift
@@ -26,4 +27,18 @@ ensure_toolchain() {
     if [[ $# -gt 0 ]]; then comps=(--component "$(IFS=,; echo "$*")"); fi
     rustup toolchain install "$tc" --profile minimal "${comps[@]}"
   fi
+}
+
+# use_nightly [COMPONENT...]: sets NIGHTLY to the pinned nightly, installed
+# with COMPONENTs; where rustup cannot fetch it, to the `nightly` channel's
+# toolchain (as installed, or installed now), said loudly: the run is then
+# on a nightly that was not pinned.
+use_nightly() {
+  if ensure_toolchain "$NIGHTLY" "$@"; then
+    return 0
+  fi
+  echo "toolchains: WARNING: $NIGHTLY could not be installed here; running on the nightly channel's toolchain instead" >&2
+  NIGHTLY=nightly
+  ensure_toolchain "$NIGHTLY" "$@"
+  rustc +"$NIGHTLY" --version >&2
 }

@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-${TSAN_ROUNDS:-1}}
 . ci/toolchains.sh
-ensure_toolchain "$NIGHTLY" rust-src
+use_nightly rust-src
 target=$(rustc -vV | sed -n 's/^host: //p')
 export RUSTFLAGS="-Zsanitizer=thread ${RUSTFLAGS:-}"
 export RUSTDOCFLAGS="-Zsanitizer=thread ${RUSTDOCFLAGS:-}"
