@@ -28,7 +28,10 @@ print(f"bench smoke: {len(rows)} rows in {len(groups)} groups "
 PY
 # Fast paths: --list measures nothing, an unmatched filter fails at once.
 bin="${CARGO_TARGET_DIR:-target}/release/utimer"
-"$bin" bench --list | grep -qx 'arm_cancel/empty'
+# Read whole, then searched (`grep -q` on a pipe fails under pipefail when
+# it stops before the writer is done).
+list=$("$bin" bench --list)
+grep -qx 'arm_cancel/empty' <<<"$list"
 if "$bin" bench --filter no-such-case 2>/dev/null; then
   echo "bench smoke: an unmatched filter did not fail" >&2
   exit 1

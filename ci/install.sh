@@ -51,9 +51,14 @@ for so in "$lib/libutimer.so.0.1.0" "$lib/libutimer_posix.so"; do
   fi
   echo "${so##*/}: stripped, $(stat -c %s "$so") bytes"
 done
-readelf -sW --dyn-syms "$lib/libutimer.so.0.1.0" | grep -qw utimer_open ||
+# Read whole, then searched: `grep -q` stops at the first match, and under
+# pipefail the writer it leaves behind (killed by SIGPIPE) would fail the
+# check once the symbol table outgrows a pipe's buffer.
+dynsyms=$(readelf -sW --dyn-syms "$lib/libutimer.so.0.1.0")
+grep -qw utimer_open <<<"$dynsyms" ||
   fail "libutimer.so exports no utimer_open"
-if readelf -SW "$lib/libutimer.a" | grep -qE ' \.debug_'; then
+archive=$(readelf -SW "$lib/libutimer.a")
+if grep -qE ' \.debug_' <<<"$archive"; then
   fail "libutimer.a keeps debug sections"
 fi
 echo "libutimer.a: no debug sections, $(stat -c %s "$lib/libutimer.a") bytes"

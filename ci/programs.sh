@@ -177,7 +177,8 @@ run_side() {
       # Not the wrappers (GNU timeout has a POSIX timer of its own).
       { read -r comm <"/proc/$p/comm"; } 2>/dev/null || continue
       case "$comm" in timeout | sudo) continue ;; esac
-      if [ -n "$lib" ] && [ $run_mapped = no ] && pcat "/proc/$p/maps" | grep -qF "$lib"; then
+      # Read whole: `grep -q` on a pipe can fail under pipefail.
+      if [ -n "$lib" ] && [ $run_mapped = no ] && grep -qF "$lib" <<<"$(pcat "/proc/$p/maps")"; then
         run_mapped=yes
       fi
       n=$((n + $(pcat "/proc/$p/timers" | grep -c '^ID:' || true)))
