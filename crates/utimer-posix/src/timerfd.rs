@@ -98,11 +98,9 @@ unsafe fn hand_to_kernel(
     if utimer::ItimerSpec::from_c(spec).is_err() {
         return fail(libc::EINVAL);
     }
-    // SAFETY: a zeroed itimerspec is a valid value to fill.
-    let mut was: libc::itimerspec = unsafe { std::mem::zeroed() };
-    if capi::guard(-1, || u.timerfd_gettime(fd).map(|v| was = v).map(|()| 0)) != 0 {
+    let Some(was) = capi::guard(None, || u.timerfd_gettime(fd).map(Some)) else {
         return -1;
-    }
+    };
     // SAFETY: fcntl reads the flags of a descriptor we checked is open.
     let (status, fdflags) = unsafe {
         (
