@@ -6,7 +6,9 @@
 //! methodology and the SVG charts live in the `utimer-bench` library crate,
 //! which the Criterion benches use too; this is the front end. `sim` runs
 //! the pull model's deterministic simulator (`utimer::sim`, front end in
-//! `sim.rs`).
+//! `sim.rs`). `programs` runs other projects' real programs (stress-ng,
+//! cyclictest) on the kernel and on the drop-in library side by side and
+//! writes the comparison (`programs.rs`).
 //!
 //! Arguments are parsed with clap (derive). A usage error prints clap's
 //! message to stderr and exits with status 2; `--help` and `help` print to
@@ -14,6 +16,7 @@
 //! tool is built from (`unknown` outside a git checkout), which
 //! `--version` shows and `bench --json` records.
 
+mod programs;
 mod sim;
 
 use std::io::Write;
@@ -59,6 +62,10 @@ enum Command {
     /// Simulate the pull model with virtual workers and time
     #[command(after_help = sim::AFTER_HELP)]
     Sim(sim::SimArgs),
+    /// Run stress-ng and cyclictest on the kernel and on
+    /// libutimer_posix.so, side by side
+    #[command(after_help = programs::AFTER_HELP)]
+    Programs(programs::ProgramsArgs),
 }
 
 const BENCH_AFTER_HELP: &str = "\
@@ -155,6 +162,14 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Programs(args) => match programs::run(&args) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "utimer programs: error: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Sim(args) => match sim::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -243,6 +258,7 @@ mod tests {
             &["help", "bench"],
             &["bench", "--quick", "-h"],
             &["sim", "--help"],
+            &["programs", "--help"],
         ] {
             let e = parse(args).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::DisplayHelp, "{args:?}");

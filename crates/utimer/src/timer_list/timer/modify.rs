@@ -544,8 +544,8 @@ mod tests {
     /// A timer that `modify` moves to another worker's base must read as
     /// pending between the two locks, as the kernel's does
     /// (`detach_if_pending(timer, base, false)`): a `delete` from another
-    /// thread in that window used to answer "not pending" without a lock
-    /// while the timer landed pending. The test holds the target base's
+    /// thread in that window must not answer "not pending" without a lock
+    /// while the timer lands pending. The test holds the target base's
     /// lock to keep the move between its two halves.
     #[test]
     fn a_timer_moved_by_modify_stays_pending() {
