@@ -93,7 +93,7 @@ pub(crate) struct Anchor {
 impl Anchor {
     fn new(sys: &TimerSystem) -> Anchor {
         let instant = std::time::Instant::now();
-        let ns = sys.clock_ns(ClockId::Monotonic);
+        let ns = sys.clock_ns(ClockId::Monotonic).as_nanos();
         Anchor { instant, ns }
     }
 }

@@ -317,7 +317,10 @@ const COARSE_LAG: u64 = 20_000_000;
 #[inline]
 fn passed(handle: &Handle, at: Ktime) -> bool {
     let at = at.as_nanos();
-    let coarse = handle.system().clock_ns_coarse(ClockId::Monotonic);
+    let coarse = handle
+        .system()
+        .clock_ns_coarse(ClockId::Monotonic)
+        .as_nanos();
     coarse >= at || (at - coarse <= COARSE_LAG && handle.ns_of(StdInstant::now()).as_nanos() >= at)
 }
 

@@ -3,7 +3,10 @@
 //! `tokio::time::pause()`/`advance()`/`resume()` drive utimer-async's
 //! timers exactly as they drive tokio's, and `Instant::now()` reads that
 //! clock. A pause ends with its runtime. (tokio's `test-util` is on in
-//! these tests, as in any user's test that pauses tokio's clock.)
+//! these tests, as in any user's test that pauses tokio's clock.) Built
+//! with the `tokio` and `delay-queue` features (CI: `--features
+//! test-util,stream,delay-queue`).
+#![cfg(all(feature = "tokio", feature = "delay-queue"))]
 
 use std::future::{pending, poll_fn, Future};
 use std::pin::pin;

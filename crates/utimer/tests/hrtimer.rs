@@ -257,7 +257,8 @@ fn boottime_and_realtime_timers_fire() {
             .unwrap();
         assert_eq!(t.clock(), clock);
         // Absolute, on the timer's own clock.
-        t.start(ns(sys.clock_ns(clock) + 3_000_000)).unwrap();
+        t.start(sys.clock_ns(clock) + Duration::from_millis(3))
+            .unwrap();
         timers.push(t);
     }
     let start = Instant::now();
@@ -372,7 +373,7 @@ fn clock_was_set_wakes_workers_sleeping_on_realtime_timers() {
     let t = sys
         .hrtimer_on(1, ClockId::Realtime, |_| HrRestart::NoRestart)
         .unwrap();
-    t.start(ns(sys.clock_ns(ClockId::Realtime) + 3_600_000_000_000))
+    t.start(sys.clock_ns(ClockId::Realtime) + Duration::from_secs(3_600))
         .unwrap();
     let start = Instant::now();
     // Worker 1 goes to sleep until its (far) REALTIME timer: first let the

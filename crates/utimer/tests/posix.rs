@@ -106,7 +106,7 @@ fn absolute_settime() {
         .posix()
         .timer_create(ClockId::Monotonic, notify)
         .unwrap();
-    let at = Duration::from_nanos(sys.clock_ns(ClockId::Monotonic)) + 7 * MS;
+    let at = Duration::from_nanos(sys.clock_ns(ClockId::Monotonic).as_nanos()) + 7 * MS;
     sys.posix()
         .timer_settime(id, true, ItimerSpec::once(at))
         .unwrap();

@@ -73,7 +73,7 @@ fn serve_until(sys: &TimerSystem, server: &Arc<Server>, deadline: u64) -> usize 
 }
 
 fn mono(sys: &TimerSystem) -> u64 {
-    sys.clock_ns(ClockId::Monotonic)
+    sys.clock_ns(ClockId::Monotonic).as_nanos()
 }
 
 #[test]

@@ -388,13 +388,13 @@ fn worker_main(sys: &TimerSystem, pool: &Arc<Pool>, w: usize) {
             match worker.idle_split() {
                 None => worker.idle_exit(),
                 Some((wheel, hr)) => {
-                    let mono = || sys.clock_ns(crate::ClockId::Monotonic);
+                    let mono = || sys.clock_ns(crate::ClockId::Monotonic).as_nanos();
                     let now = mono();
                     let at = wheel.min(hr);
                     if worker.realtime() && !worker.served() && at != u64::MAX {
                         // Its own hrtimers, on time: wake ahead as below.
                         let park = |d: Duration| {
-                            let until = sys.clock_ns(crate::ClockId::Monotonic);
+                            let until = sys.clock_ns(crate::ClockId::Monotonic).as_nanos();
                             let d = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
                             // Nobody serves: the whole sleep is its own.
                             let nobody = || (false, worker.serving().1, worker.serving().2);

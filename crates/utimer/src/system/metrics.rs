@@ -170,7 +170,7 @@ impl Metrics<'_> {
         TimerList {
             now: self.sys.now(),
             tick: self.sys.tick(),
-            now_ns: self.sys.clock_ns(ClockId::Monotonic),
+            now_ns: self.sys.clock_ns(ClockId::Monotonic).as_nanos(),
             workers,
         }
     }

@@ -248,11 +248,14 @@ impl TimerSystem {
         Ok(HrTimer::new(self.env.clone(), worker, clock, callback))
     }
 
-    /// The current time of `clock` in nanoseconds, as hrtimers read it
-    /// (`clock_gettime`; with a manual [`Clock`], its tick × the tick
-    /// length, for every clock).
-    pub fn clock_ns(&self, clock: ClockId) -> u64 {
-        self.core.bases.ticks.now_ns(clock)
+    /// The current time of `clock`, as hrtimers read it: a
+    /// [`Ktime`](crate::Ktime), never a tick (the kernel's `ktime_get()`
+    /// family, `clock_gettime`; with a manual [`Clock`], its tick × the
+    /// tick length, for every clock).
+    #[doc(alias = "ktime_get")]
+    #[doc(alias = "clock_gettime")]
+    pub fn clock_ns(&self, clock: ClockId) -> crate::Ktime {
+        crate::Ktime::from_nanos(self.core.bases.ticks.now_ns(clock))
     }
 
     /// [`clock_ns`](Self::clock_ns) read cheaply: the kernel's coarse
@@ -261,8 +264,9 @@ impl TimerSystem {
     /// this expiry passed?" checks that may answer "not yet" a little
     /// late but never "yes" early (`ktime_get_coarse()`). `BOOTTIME` reads
     /// precisely.
-    pub fn clock_ns_coarse(&self, clock: ClockId) -> u64 {
-        self.core.bases.ticks.now_ns_coarse(clock)
+    #[doc(alias = "ktime_get_coarse")]
+    pub fn clock_ns_coarse(&self, clock: ClockId) -> crate::Ktime {
+        crate::Ktime::from_nanos(self.core.bases.ticks.now_ns_coarse(clock))
     }
 
     /// The wall clock was set: wakes every sleeping worker that has
