@@ -309,7 +309,8 @@ impl Session {
         format!("; {count} kernel POSIX timer(s) in the preload run")
     }
 
-    /// One stress-ng row, the sides in `order`.
+    /// Row `row` of the stress-ng table: the stressor on both sides, the
+    /// preload first in odd rows.
     fn stress_row(&mut self, row: usize, name: &str, args: &str, secs: u64) -> StressRow {
         let opts = args
             .strip_prefix(&format!("--{name} 1"))
@@ -341,9 +342,9 @@ impl Session {
                 "--yaml",
                 &yaml,
             ]);
-            let o = self
-                .launcher
-                .run_side(side, &with_ext(&base, "log"), secs + 60, &argv);
+            let o =
+                self.launcher
+                    .run_side(side, &run::with_suffix(&base, ".log"), secs + 60, &argv);
             timers[i] = o.kernel_timers;
             let opts_sp = if opts.is_empty() {
                 String::new()
@@ -506,11 +507,6 @@ impl Session {
     }
 }
 
-/// `base.ext`.
-fn with_ext(base: &Path, ext: &str) -> PathBuf {
-    PathBuf::from(format!("{}.{ext}", base.display()))
-}
-
 /// The last 20 of `lines` on stderr: what a failed run said.
 fn eprint_tail<'a>(lines: impl Iterator<Item = &'a str>) {
     let lines: Vec<&str> = lines.collect();
@@ -549,11 +545,7 @@ fn output_of(prog: &str, args: &[&str]) -> String {
     Command::new(prog)
         .args(args)
         .output()
-        .map(|o| {
-            let mut s = String::from_utf8_lossy(&o.stdout).into_owned();
-            s.push_str(&String::from_utf8_lossy(&o.stderr));
-            s
-        })
+        .map(|o| run::combined(&o))
         .unwrap_or_default()
 }
 

@@ -219,11 +219,7 @@ impl Launcher {
             .command(30, &env, argv)
             .stdin(Stdio::null())
             .output()
-            .map(|o| {
-                let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
-                text.push_str(&String::from_utf8_lossy(&o.stderr));
-                text
-            })
+            .map(|o| combined(&o))
             .unwrap_or_else(|e| format!("cannot run {argv:?}: {e}\n"));
         (read_logs(&debug_out).concat(), output)
     }
@@ -241,8 +237,15 @@ impl Launcher {
     }
 }
 
+/// A finished command's stdout and then its stderr, as text.
+pub(crate) fn combined(o: &std::process::Output) -> String {
+    let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&o.stderr));
+    text
+}
+
 /// `path` with `suffix` appended to its file name.
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(suffix);
     PathBuf::from(s)
